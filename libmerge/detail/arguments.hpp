@@ -1,0 +1,70 @@
+// Argument checks shared by every front-end. They run before any backend is
+// involved, so every backend rejects bad input the same way and nothing the
+// caller owns has been touched when they throw.
+#pragma once
+
+#include <iterator>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "config.hpp"
+
+namespace libmerge::detail {
+
+template <class It, class = void>
+struct is_random_access : std::false_type {};
+template <class It>
+struct is_random_access<
+    It, std::void_t<decltype(std::declval<It&>() - std::declval<It&>()),
+                    decltype(std::declval<It&>() + index_t{}), decltype(std::declval<It&>()[index_t{}])>>
+    : std::bool_constant<std::is_integral_v<decltype(std::declval<It&>() - std::declval<It&>())>> {};
+
+[[noreturn]] inline void throw_invalid(const char* algorithm, const std::string& what) {
+  throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + what);
+}
+
+// Length of [first, last) as a 64-bit count; a reversed range is an error that
+// names the argument pair, e.g. "reversed range [a_first, a_last)".
+template <class It>
+index_t checked_length(It first, It last, const char* algorithm, const char* first_name,
+                       const char* last_name) {
+  static_assert(is_random_access<It>::value,
+                "libmerge: input ranges need random-access iterators");
+  const auto n = static_cast<index_t>(last - first);
+  if (n < 0) {
+    throw_invalid(algorithm, std::string("reversed range [") + first_name + ", " + last_name + "): " +
+                                 last_name + " precedes " + first_name);
+  }
+  return n;
+}
+
+// The integer type written through an output iterator of indices or counts.
+template <class OutIt>
+using output_value_t = typename std::iterator_traits<OutIt>::value_type;
+
+// Index, match and count outputs must be integers wide enough for the largest
+// value they can receive; a narrower type would wrap silently, so it is refused.
+// index_match also needs the top bit free for the match flag.
+template <class OutIt>
+void check_output_range(index_t largest, bool needs_flag_bit, const char* algorithm,
+                        const char* out_name) {
+  using T = output_value_t<OutIt>;
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                "libmerge: index, match and count outputs need an integral value type");
+  using U = std::make_unsigned_t<T>;
+  // Largest value storable without touching the sign bit (signed) or, for
+  // index_match, the flag bit (the most significant bit either way).
+  constexpr unsigned bits = std::numeric_limits<U>::digits;
+  const unsigned usable = (std::is_signed_v<T> || needs_flag_bit) ? bits - 1 : bits;
+  const unsigned long long limit = usable >= 64 ? ~0ull : (1ull << usable) - 1;
+  if (largest > 0 && static_cast<unsigned long long>(largest) > limit) {
+    throw_invalid(algorithm, std::string("the value type of ") + out_name + " cannot hold " +
+                                 std::to_string(largest) + (needs_flag_bit ? " with the match bit free" : "") +
+                                 "; use a wider integer type");
+  }
+}
+
+}  // namespace libmerge::detail

@@ -1,0 +1,23 @@
+// Compiler switches and the one index type shared by every part of libmerge.
+#pragma once
+
+#include <cstdint>
+
+// Code that must run on both sides (comparators, the merge-path search) is marked
+// LIBMERGE_HOST_DEVICE; under g++ it expands to nothing so the serial backend
+// needs no CUDA toolkit at all.
+#if defined(__CUDACC__)
+#define LIBMERGE_HOST_DEVICE __host__ __device__
+#define LIBMERGE_HAS_CUDA 1
+#else
+#define LIBMERGE_HOST_DEVICE
+#define LIBMERGE_HAS_CUDA 0
+#endif
+
+namespace libmerge {
+
+// Counts and positions are 64-bit everywhere: inputs beyond 2^31 elements are
+// a supported case, not an overflow waiting to happen.
+using index_t = std::int64_t;
+
+}  // namespace libmerge

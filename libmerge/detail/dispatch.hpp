@@ -1,0 +1,86 @@
+// The second hop of every call: from a policy to the backend that implements
+// the algorithm. A front-end resolves the policy (Thrust's policies are adapted
+// here by the CUDA backend), asks for its backend tag and calls
+// backend_impl<algorithm, backend>::run. A new backend is a new folder that
+// specializes backend_impl; the front-ends never change.
+#pragma once
+
+#include <type_traits>
+#include <utility>
+
+namespace libmerge {
+
+// One tag per backend. A policy names its backend as `using backend_tag = ...`.
+namespace backend {
+struct serial {};
+struct cuda {};
+}  // namespace backend
+
+// One tag per algorithm family; by_key and indices variants share their
+// family's implementation (keys-only calls pass detail::no_values).
+namespace algo {
+struct merge {};
+struct merge_sort {};
+struct sorted_search {};
+struct sorted_equality_count {};
+}  // namespace algo
+
+namespace detail {
+
+template <class...>
+inline constexpr bool always_false = false;
+
+// Stands in for the value iterators of keys-only calls, so that one
+// implementation serves keys and key-value pairs (the Modern GPU idiom).
+struct no_values {};
+
+template <class It>
+inline constexpr bool has_values = !std::is_same_v<std::decay_t<It>, no_values>;
+
+// Primary template: the (algorithm, backend) pair has no implementation.
+// Backends specialize it with `static constexpr bool available = true` and a
+// static run(policy, ...).
+template <class Algorithm, class Backend>
+struct backend_impl {
+  static constexpr bool available = false;
+  template <class... Args>
+  static void run(Args&&...) {
+    static_assert(always_false<Args...>,
+                  "libmerge: this algorithm is not implemented for the backend the policy selects");
+  }
+};
+
+template <class T, class = void>
+struct has_backend_tag : std::false_type {};
+template <class T>
+struct has_backend_tag<T, std::void_t<typename T::backend_tag>> : std::true_type {};
+
+// Maps a policy onto one of libmerge's own. Our policies map to themselves;
+// backends add specializations for foreign policies (Thrust's CUDA policies).
+template <class Policy, class = void>
+struct policy_adapter {
+  static_assert(has_backend_tag<Policy>::value,
+                "libmerge: the first argument must be an execution policy "
+                "(lm::serial, lm::cuda::par, or a Thrust CUDA policy such as thrust::device)");
+  static const Policy& adapt(const Policy& p) { return p; }
+};
+
+template <class Policy>
+decltype(auto) resolve_policy(const Policy& p) {
+  return policy_adapter<Policy>::adapt(p);
+}
+
+template <class Policy>
+using resolved_policy_t = std::decay_t<decltype(resolve_policy(std::declval<const Policy&>()))>;
+
+template <class Algorithm, class Policy>
+using impl_for = backend_impl<Algorithm, typename resolved_policy_t<Policy>::backend_tag>;
+
+}  // namespace detail
+
+// True when the policy's backend implements the algorithm family; lets generic
+// code (the demo, benchmarks) pick a fallback without a compile error.
+template <class Algorithm, class Policy>
+inline constexpr bool is_available = detail::impl_for<Algorithm, Policy>::available;
+
+}  // namespace libmerge

@@ -1,0 +1,17 @@
+// libmerge: merge-based algorithms (merge sort, merge, sorted search) behind
+// execution policies. Include this one header.
+//
+//   the serial backend, lm::serial.
+#pragma once
+
+#include "detail/config.hpp"
+#include "functional.hpp"
+#include "merge.hpp"
+#include "merge_sort.hpp"
+#include "search_tags.hpp"
+#include "sorted_search.hpp"
+
+#include "../policies/serial.hpp"
+#include "../backends/serial/merge.hpp"
+#include "../backends/serial/merge_sort.hpp"
+#include "../backends/serial/sorted_search.hpp"

@@ -1,0 +1,53 @@
+// lm::merge and lm::merge_by_key: the public entry points. This file checks
+// arguments, handles empty input and defaults, then hands the call to the
+// backend the policy selects (detail/dispatch.hpp). No backend code lives here.
+//
+// Preconditions (not checked; violating them gives unspecified output but never
+// an out-of-range access or a hang): both inputs are sorted by comp, comp is a
+// strict weak ordering, and the outputs do not overlap the inputs.
+#pragma once
+
+#include <utility>
+
+#include "detail/arguments.hpp"
+#include "detail/dispatch.hpp"
+#include "functional.hpp"
+
+namespace libmerge {
+
+// Merges sorted [a_first, a_last) and [b_first, b_last) into out. Stable: of
+// equal keys, those from A come first, each input keeping its order. Returns the
+// end of the output.
+template <class Policy, class AIt, class BIt, class OutIt, class Comp = less<>>
+OutIt merge(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last, OutIt out,
+            Comp comp = Comp()) {
+  const index_t na = detail::checked_length(a_first, a_last, "merge", "a_first", "a_last");
+  const index_t nb = detail::checked_length(b_first, b_last, "merge", "b_first", "b_last");
+  if (na + nb == 0) return out;
+  const auto& exec = detail::resolve_policy(policy);
+  detail::impl_for<algo::merge, Policy>::run(exec, a_first, na, b_first, nb, detail::no_values{},
+                                             detail::no_values{}, out, detail::no_values{}, comp);
+  return out + (na + nb);
+}
+
+// merge of keys with values moving alongside; the same stability guarantee.
+// Returns the ends of the key and value outputs.
+template <class Policy, class AKeyIt, class BKeyIt, class AValIt, class BValIt, class KeyOutIt,
+          class ValOutIt, class Comp = less<>>
+std::pair<KeyOutIt, ValOutIt> merge_by_key(const Policy& policy, AKeyIt a_keys_first,
+                                           AKeyIt a_keys_last, BKeyIt b_keys_first,
+                                           BKeyIt b_keys_last, AValIt a_vals_first,
+                                           BValIt b_vals_first, KeyOutIt keys_out,
+                                           ValOutIt vals_out, Comp comp = Comp()) {
+  const index_t na =
+      detail::checked_length(a_keys_first, a_keys_last, "merge_by_key", "a_keys_first", "a_keys_last");
+  const index_t nb =
+      detail::checked_length(b_keys_first, b_keys_last, "merge_by_key", "b_keys_first", "b_keys_last");
+  if (na + nb == 0) return {keys_out, vals_out};
+  const auto& exec = detail::resolve_policy(policy);
+  detail::impl_for<algo::merge, Policy>::run(exec, a_keys_first, na, b_keys_first, nb, a_vals_first,
+                                             b_vals_first, keys_out, vals_out, comp);
+  return {keys_out + (na + nb), vals_out + (na + nb)};
+}
+
+}  // namespace libmerge

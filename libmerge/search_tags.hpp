@@ -1,0 +1,43 @@
+// The vocabulary of sorted search (Modern GPU, seeds/003): which bound each side
+// gets, what each side writes, and the match totals a search returns.
+#pragma once
+
+#include "detail/config.hpp"
+
+namespace libmerge {
+
+// bounds::lower: each A gets its lower bound into B, each B its upper bound into A.
+// bounds::upper: the reverse. Either way the pair describes one merge of A and B
+// (lower: A first on ties; upper: B first), which is why one pass yields both.
+enum class bounds { lower, upper };
+
+// What one side of a search writes for each of its elements:
+//   none        - nothing; the output iterator is never touched (nullptr is fine).
+//   index       - the bound into the other side.
+//   match       - 1 if the other side holds an equal element, else 0.
+//   index_match - the bound, with the most significant bit of the output's value
+//                 type set when there is a match (bit 31 for 32-bit outputs).
+enum class search_type { none, index, match, index_match };
+
+// Number of elements of A with an equal element in B (a), and of B in A (b).
+// A side whose search_type reports no matches (none, index) counts zero.
+struct match_counts {
+  index_t a = 0;
+  index_t b = 0;
+  friend bool operator==(const match_counts& x, const match_counts& y) {
+    return x.a == y.a && x.b == y.b;
+  }
+  friend bool operator!=(const match_counts& x, const match_counts& y) { return !(x == y); }
+};
+
+namespace detail {
+constexpr bool writes_index(search_type t) {
+  return t == search_type::index || t == search_type::index_match;
+}
+constexpr bool writes_match(search_type t) {
+  return t == search_type::match || t == search_type::index_match;
+}
+constexpr bool writes_output(search_type t) { return t != search_type::none; }
+}  // namespace detail
+
+}  // namespace libmerge

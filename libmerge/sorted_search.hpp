@@ -1,0 +1,80 @@
+// lm::sorted_search and lm::sorted_equality_count: public entry points
+// (argument checks, defaults, empty input), then the backend.
+//
+// Semantics follow Modern GPU's vectorized sorted search (seeds/003): see
+// search_tags.hpp for bounds and search_type. Preconditions (not checked): both
+// inputs are sorted by comp and comp is a strict weak ordering; violating them
+// gives unspecified results but never an out-of-range access or a hang.
+#pragma once
+
+#include <type_traits>
+
+#include "detail/arguments.hpp"
+#include "detail/dispatch.hpp"
+#include "functional.hpp"
+#include "search_tags.hpp"
+
+namespace libmerge {
+
+namespace detail {
+// An output the search type writes must hold the largest bound (the other
+// side's length), and for index_match the flag bit too.
+template <search_type Type, class OutIt>
+void check_search_output(index_t other_length, const char* out_name) {
+  if constexpr (writes_output(Type)) {
+    if constexpr (Type == search_type::match && std::is_same_v<output_value_t<OutIt>, bool>) {
+      return;  // 0/1 flags: a bool output is fine
+    } else {
+      check_output_range<OutIt>(writes_index(Type) ? other_length : 1, Type == search_type::index_match,
+                                "sorted_search", out_name);
+    }
+  }
+}
+}  // namespace detail
+
+// The general form: Bounds picks lower/upper, TypeA and TypeB what each side
+// writes. Returns how many elements of A matched in B and of B in A (zero for
+// a side whose type reports no matches). An output whose type is none is never
+// touched and may be nullptr.
+template <bounds Bounds, search_type TypeA, search_type TypeB, class Policy, class AIt, class BIt,
+          class AOut, class BOut, class Comp = less<>>
+match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last,
+                           AOut a_out, BOut b_out, Comp comp = Comp()) {
+  const index_t na = detail::checked_length(a_first, a_last, "sorted_search", "a_first", "a_last");
+  const index_t nb = detail::checked_length(b_first, b_last, "sorted_search", "b_first", "b_last");
+  detail::check_search_output<TypeA, AOut>(nb, "a_out");
+  detail::check_search_output<TypeB, BOut>(na, "b_out");
+  if (na + nb == 0) return {};
+  const auto& exec = detail::resolve_policy(policy);
+  return detail::impl_for<algo::sorted_search, Policy>::template run<Bounds, TypeA, TypeB>(
+      exec, a_first, na, b_first, nb, a_out, b_out, comp);
+}
+
+// The common form: each A gets its bound into B (search_type::index), B gets
+// nothing. Returns the end of a_out.
+template <bounds Bounds, class Policy, class AIt, class BIt, class AOut, class Comp = less<>>
+AOut sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last, AOut a_out,
+                   Comp comp = Comp()) {
+  sorted_search<Bounds, search_type::index, search_type::none>(policy, a_first, a_last, b_first,
+                                                               b_last, a_out, nullptr, comp);
+  return a_out + (a_last - a_first);
+}
+
+// For each element of A, how many elements of B are equal to it (the width of
+// its equal range in B). The count type must hold |B|.
+template <class Policy, class AIt, class BIt, class CountsOut, class Comp = less<>>
+CountsOut sorted_equality_count(const Policy& policy, AIt a_first, AIt a_last, BIt b_first,
+                                BIt b_last, CountsOut counts_out, Comp comp = Comp()) {
+  const index_t na =
+      detail::checked_length(a_first, a_last, "sorted_equality_count", "a_first", "a_last");
+  const index_t nb =
+      detail::checked_length(b_first, b_last, "sorted_equality_count", "b_first", "b_last");
+  detail::check_output_range<CountsOut>(nb, false, "sorted_equality_count", "counts_out");
+  if (na == 0) return counts_out;
+  const auto& exec = detail::resolve_policy(policy);
+  detail::impl_for<algo::sorted_equality_count, Policy>::run(exec, a_first, na, b_first, nb, counts_out,
+                                                             comp);
+  return counts_out + na;
+}
+
+}  // namespace libmerge

@@ -1,0 +1,15 @@
+// lm::serial: run on the calling thread with the serial reference backend.
+#pragma once
+
+#include "../libmerge/detail/dispatch.hpp"
+
+namespace libmerge {
+
+struct serial_policy {
+  using backend_tag = backend::serial;
+};
+
+// The policy object users pass: lm::merge_sort(lm::serial, first, last).
+inline constexpr serial_policy serial{};
+
+}  // namespace libmerge
