@@ -1,7 +1,9 @@
 // libmerge: merge-based algorithms (merge sort, merge, sorted search) behind
 // execution policies. Include this one header.
 //
-//   the serial backend, lm::serial.
+//   g++ (no CUDA):  the serial backend, lm::serial.
+//   nvcc:           also the CUDA backend, lm::cuda::par (and Thrust's CUDA
+//                   policies, e.g. thrust::device).
 #pragma once
 
 #include "detail/config.hpp"
@@ -15,3 +17,7 @@
 #include "../backends/serial/merge.hpp"
 #include "../backends/serial/merge_sort.hpp"
 #include "../backends/serial/sorted_search.hpp"
+
+#if LIBMERGE_HAS_CUDA
+#include "../backends/cuda/backend.cuh"
+#endif

@@ -1,0 +1,6 @@
+// The CUDA backend: included by libmerge.hpp when compiled by nvcc.
+#pragma once
+
+#include "../../policies/cuda.hpp"
+#include "error.hpp"
+#include "merge.cuh"

@@ -1,0 +1,80 @@
+// What the backend needs to know about the current device, looked up once per
+// device and cached: the architecture its kernels were compiled for (which
+// picks the tuning line) and the shared-memory limit.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "error.hpp"
+
+namespace libmerge::detail::cuda_backend {
+
+// Asking the runtime about this kernel tells which of the binary's images runs
+// on the device. A template, so that every translation unit may define it.
+template <class = void>
+__global__ void arch_probe_kernel() {}
+
+struct device_info {
+  int device = 0;
+  int cc = 0;            // the device's compute capability x 10
+  int arch = 0;          // the architecture its kernels were compiled for, x 10
+  int smem_optin = 0;    // largest dynamic shared memory a block may opt into
+  bool pageable_access = false;  // can kernels read ordinary host memory (HMM/ATS)?
+};
+
+inline device_info query_device(int device, const char* algorithm) {
+  device_info info;
+  info.device = device;
+  int major = 0, minor = 0, pageable = 0;
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), algorithm,
+             "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), algorithm,
+             "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&info.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+             algorithm, "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device), algorithm,
+             "cudaDeviceGetAttribute");
+  info.cc = major * 10 + minor;
+  info.pageable_access = pageable != 0;
+
+  cudaFuncAttributes attr{};
+  const cudaError_t e = cudaFuncGetAttributes(&attr, arch_probe_kernel<>);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // not sticky: leave no stale error behind
+    throw cuda_error(e, algorithm,
+                     "this program has no kernel image for device " + std::to_string(device) + " (sm_" +
+                         std::to_string(info.cc) +
+                         "); rebuild with its architecture in CMAKE_CUDA_ARCHITECTURES (nvcc -gencode)");
+  }
+  info.arch = attr.ptxVersion;
+  return info;
+}
+
+// The current device's facts, cached: a call costs one cudaGetDevice.
+inline const device_info& current_device(const char* algorithm) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), algorithm, "cudaGetDevice");
+  static std::mutex mutex;
+  static std::map<int, device_info> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(device);
+  if (it == cache.end()) it = cache.emplace(device, query_device(device, algorithm)).first;
+  return it->second;
+}
+
+// LIBMERGE_DEBUG=1 in the environment prints each launch plan to stderr.
+inline bool debug_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("LIBMERGE_DEBUG");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  return enabled;
+}
+
+}  // namespace libmerge::detail::cuda_backend

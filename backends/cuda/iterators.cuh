@@ -1,0 +1,57 @@
+// Iterators on their way into kernels: Thrust's contiguous iterators
+// (device_ptr, device_vector iterators) become raw pointers, and every raw
+// pointer is checked to be memory the device can reach, so that a host pointer
+// is an exception naming the argument instead of a crash inside a kernel.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <thrust/type_traits/unwrap_contiguous_iterator.h>
+
+#include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/detail/dispatch.hpp"
+#include "device.cuh"
+#include "error.hpp"
+
+namespace libmerge::detail::cuda_backend {
+
+inline void check_device_accessible(const void* p, const device_info& dev, const char* algorithm,
+                                    const char* name) {
+  if (p == nullptr) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + name + " is a null pointer");
+  }
+  cudaPointerAttributes attr{};
+  check_cuda(cudaPointerGetAttributes(&attr, p), algorithm,
+             (std::string("cudaPointerGetAttributes(") + name + ")").c_str());
+  const bool reachable = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ||
+                         (attr.type == cudaMemoryTypeHost && attr.devicePointer != nullptr) ||
+                         (attr.type == cudaMemoryTypeUnregistered && dev.pageable_access);
+  if (!reachable) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + name +
+                                " points to host memory the GPU cannot access; the CUDA backend needs "
+                                "device memory (cudaMalloc, thrust::device_vector), managed or mapped "
+                                "host memory");
+  }
+}
+
+// The iterator a kernel receives for a user's iterator over `length`
+// elements. An empty range is never read, so its pointer may be anything
+// (an empty thrust::device_vector's data() is null).
+template <class It>
+auto to_device(It it, index_t length, const device_info& dev, const char* algorithm, const char* name) {
+  if constexpr (std::is_same_v<It, no_values>) {
+    return it;
+  } else {
+    auto raw = thrust::try_unwrap_contiguous_iterator(it);
+    if constexpr (std::is_pointer_v<decltype(raw)>) {
+      if (length > 0) check_device_accessible(raw, dev, algorithm, name);
+    }
+    return raw;
+  }
+}
+
+}  // namespace libmerge::detail::cuda_backend

@@ -1,0 +1,238 @@
+// CUDA merge and merge_by_key: partition once (partition.cuh), then one CTA per
+// tile of nv outputs loads its ranges of A and B, merges them in shared memory
+// (cta_merge.cuh) and writes the tile with coalesced stores.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/detail/dispatch.hpp"
+#include "../../policies/cuda.hpp"
+#include "cta_merge.cuh"
+#include "device.cuh"
+#include "error.hpp"
+#include "iterators.cuh"
+#include "launch.cuh"
+#include "memory.cuh"
+#include "partition.cuh"
+
+namespace libmerge::detail::cuda_backend {
+
+template <class It>
+using value_of = std::remove_cv_t<typename std::iterator_traits<std::decay_t<It>>::value_type>;
+
+// The value type moved by a merge; keys-only merges move none (char stands in
+// and occupies no shared memory).
+template <class ValIt>
+using merge_value_t = typename std::conditional_t<has_values<ValIt>, std::iterator_traits<std::decay_t<ValIt>>,
+                                                  std::iterator_traits<char*>>::value_type;
+
+// Shared memory of a merge tile: its keys (A's range, then B's) and, for
+// merge_by_key, its values and for each output position the tile offset of its
+// source.
+template <class K, class V, bool WithValues, int NV>
+struct merge_layout {
+  static constexpr std::size_t keys = 0;
+  static constexpr std::size_t vals = align_up(NV * sizeof(K), 16);
+  static constexpr std::size_t sources = vals + (WithValues ? align_up(NV * sizeof(V), 16) : 0);
+  static constexpr std::size_t bytes = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
+};
+
+// Registers decide how many CTAs share a multiprocessor, and the merge is
+// bound by how many loads are in flight: ask for a full SM, 2048 threads, which
+// leaves 32 registers a thread (no SM of sm_80 to sm_100 holds more than 32 CTAs).
+template <class Box>
+inline constexpr int min_ctas_per_sm = Box::nt >= 2048 ? 1 : (2048 / Box::nt > 32 ? 32 : 2048 / Box::nt);
+
+// One CTA per tile of nv outputs: load the tile's ranges of A and B, merge them
+// in shared memory, write the tile.
+template <class Box, bool Full, class Geometry, class KeysOut, class ValsOut, class Comp>
+__device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& r, index_t out0, unsigned char* smem,
+                                           KeysOut keys_out, ValsOut vals_out, Comp& comp) {
+  using K = value_of<decltype(g.a_keys)>;
+  using V = merge_value_t<decltype(g.a_vals)>;
+  constexpr bool with_values = has_values<decltype(g.a_vals)>;
+  using layout = merge_layout<K, V, with_values, Box::nv>;
+  K* keys = reinterpret_cast<K*>(smem + layout::keys);
+
+  const int na = static_cast<int>(r.a1 - r.a0);
+  const int count = r.count();
+  const index_t a_at = r.problem.a_begin + r.a0;
+  const index_t b_at = r.problem.b_begin + r.b0;
+  load_tile<Box::nt, Box::vt, Full>(g.a_keys + a_at, na, g.b_keys + b_at, count, keys);
+  if constexpr (with_values) {
+    // Values load together with the keys: twice the bytes in flight, and no
+    // second trip to memory after the merge.
+    V* vals = reinterpret_cast<V*>(smem + layout::vals);
+    load_tile<Box::nt, Box::vt, Full>(g.a_vals + a_at, na, g.b_vals + b_at, count, vals);
+  }
+  __syncthreads();
+
+  K merged[Box::vt];
+  int src[Box::vt];
+  cta_merge<Box::nt, Box::vt>(keys, na, count, merged, src, comp);
+
+  if constexpr (!with_values) {
+    // Keys only: the merged keys are in registers; write them out through the
+    // tile's key buffer, once every thread has finished reading it.
+    __syncthreads();
+    store_warp_striped<Box::vt, Full>(merged, keys, keys_out + out0, count);
+  } else {
+    // Keys and values: publish each output's source offset, then every thread
+    // gathers both key and value of consecutive outputs (one shared index
+    // serves both, so values never need their own exchange).
+    const V* vals = reinterpret_cast<const V*>(smem + layout::vals);
+    tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
+    const int tid = static_cast<int>(threadIdx.x);
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      if (Full || Box::vt * tid + i < count) sources[Box::vt * tid + i] = static_cast<tile_offset>(src[i]);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      const int j = Box::nt * i + tid;
+      if (Full || j < count) {
+        const int s = sources[j];
+        keys_out[out0 + j] = keys[s];
+        vals_out[out0 + j] = vals[s];
+      }
+    }
+  }
+}
+
+template <class Box, class Geometry, class KeysOut, class ValsOut, class Comp>
+__global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box>)
+    merge_kernel(Geometry g, const index_t* mp, KeysOut keys_out, ValsOut vals_out, Comp comp) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  wait_for_prerequisite_grid();  // the partitions are complete from here on
+  const index_t tile = blockIdx.x;
+  const tile_range r = find_tile_range(g, tile, Box::nv, mp[tile], mp[tile + 1]);
+  if (r.count() == Box::nv) {
+    merge_tile<Box, true>(g, r, tile * Box::nv, smem, keys_out, vals_out, comp);
+  } else {
+    merge_tile<Box, false>(g, r, tile * Box::nv, smem, keys_out, vals_out, comp);
+  }
+}
+
+// Raises a kernel's dynamic shared memory limit when a box needs more than the
+// default 48 KB, or says clearly that the device cannot give that much.
+template <class Kernel>
+void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& dev, int nt, int vt,
+                           const char* algorithm) {
+  if (bytes > static_cast<std::size_t>(dev.smem_optin)) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": launch box nt=" +
+                                std::to_string(nt) + " vt=" + std::to_string(vt) + " needs " +
+                                std::to_string(bytes) + " bytes of shared memory per block; device " +
+                                std::to_string(dev.device) + " allows " + std::to_string(dev.smem_optin));
+  }
+  if (bytes > 48 * 1024) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(bytes)),
+               algorithm, "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  }
+}
+
+template <class Box, class Policy, class Geometry, class KeysOut, class ValsOut, class Comp>
+void launch_merge(const Policy& policy, const device_info& dev, const Geometry& g, KeysOut keys_out,
+                  ValsOut vals_out, Comp comp, const char* algorithm) {
+  using K = value_of<decltype(g.a_keys)>;
+  using V = merge_value_t<decltype(g.a_vals)>;
+  constexpr bool with_values = has_values<decltype(g.a_vals)>;
+  const std::size_t smem = merge_layout<K, V, with_values, Box::nv>::bytes;
+
+  // Everything that can refuse the call does so before anything is launched.
+  const index_t num_tiles = (g.size() + Box::nv - 1) / Box::nv;
+  if (num_tiles > 0x7fffffff) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm +
+                                ": input too large for one grid with this launch box (more than 2^31-1 tiles)");
+  }
+  auto kernel = merge_kernel<Box, Geometry, KeysOut, ValsOut, Comp>;
+  prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);
+
+  const cudaStream_t stream = policy.stream();
+  const std::size_t temp_bytes = sizeof(index_t) * static_cast<std::size_t>(num_tiles + 1);
+  temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
+  index_t* mp = temp.template as<index_t>();
+
+  launch_partitions<bounds::lower>(g, Box::nv, num_tiles, mp, comp, stream, algorithm);
+  launch_after_partitions(kernel, static_cast<unsigned>(num_tiles), Box::nt, smem, stream, dev, algorithm,
+                          "merge_kernel", g, static_cast<const index_t*>(mp), keys_out, vals_out, comp);
+  print_plan<Box>(dev, algorithm, std::is_same_v<typename Policy::box_type, tuned_launch_box>, num_tiles,
+                  temp_bytes, smem);
+}
+
+// The merge tuning table, for keys of type K and values of type V (void for
+// keys-only merges).
+template <class K, class V>
+struct merge_table {
+  static constexpr const auto& lines = tuning::merge;
+  static constexpr int vt(const tuning::merge_line& line) {
+    if constexpr (std::is_void_v<V>) {
+      return tuning::scale_vt(line.vt_keys, 4, sizeof(K));
+    } else {
+      return tuning::scale_vt(line.vt_pairs, 8, sizeof(K) + sizeof(V));
+    }
+  }
+};
+
+// Elements per tile of the tuned box for (K, V) on the current device; tests
+// use it to put sizes on tile boundaries.
+template <class K, class V>
+long long tuned_merge_tile(const char* algorithm) {
+  using table = merge_table<K, V>;
+  const int line = line_for<table>(current_device(algorithm).arch);
+  return line < 0 ? 0 : static_cast<long long>(table::lines[line].nt) * table::vt(table::lines[line]);
+}
+
+template <class Policy, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut,
+          class Comp>
+void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals,
+           KeysOut keys_out, ValsOut vals_out, Comp comp) {
+  constexpr bool with_values = has_values<AVals>;
+  const char* algorithm = with_values ? "merge_by_key" : "merge";
+  using K = value_of<AKeys>;
+  using V = merge_value_t<AVals>;
+  static_assert(std::is_trivially_copyable_v<K> && std::is_default_constructible_v<K>,
+                "libmerge (CUDA backend): keys must be trivially copyable and default-constructible");
+  static_assert(!with_values || (std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V>),
+                "libmerge (CUDA backend): values must be trivially copyable and default-constructible");
+
+  const device_info& dev = current_device(algorithm);
+  // Names as the caller wrote them, so an error points at the right argument.
+  const auto d_a = to_device(a, na, dev, algorithm, with_values ? "a_keys_first" : "a_first");
+  const auto d_b = to_device(b, nb, dev, algorithm, with_values ? "b_keys_first" : "b_first");
+  const auto d_av = to_device(a_vals, na, dev, algorithm, "a_vals_first");
+  const auto d_bv = to_device(b_vals, nb, dev, algorithm, "b_vals_first");
+  const auto d_keys_out = to_device(keys_out, na + nb, dev, algorithm, with_values ? "keys_out" : "out");
+  const auto d_vals_out = to_device(vals_out, na + nb, dev, algorithm, "vals_out");
+  using G = single_merge<std::decay_t<decltype(d_a)>, std::decay_t<decltype(d_b)>, std::decay_t<decltype(d_av)>,
+                         std::decay_t<decltype(d_bv)>>;
+  const G g{d_a, d_b, d_av, d_bv, na, nb};
+
+  using table = merge_table<K, std::conditional_t<with_values, V, void>>;
+  with_launch_box<table, typename Policy::box_type>(dev, algorithm, [&](auto box) {
+    launch_merge<decltype(box)>(policy, dev, g, d_keys_out, d_vals_out, comp, algorithm);
+  });
+}
+
+}  // namespace libmerge::detail::cuda_backend
+
+namespace libmerge::detail {
+
+template <>
+struct backend_impl<algo::merge, backend::cuda> {
+  static constexpr bool available = true;
+
+  template <class Policy, class... Args>
+  static void run(const Policy& policy, Args... args) {
+    cuda_backend::merge(policy, args...);
+  }
+};
+
+}  // namespace libmerge::detail

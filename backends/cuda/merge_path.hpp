@@ -1,0 +1,45 @@
+// The merge-path search (Odeh et al., "Merge Path - Parallel Merging Made
+// Simple", 2012; the co-rank function of seeds/004; MergePath in seeds/000).
+// Plain C++ usable on host and device, so the CPU tests check it against a
+// brute-force co-rank. The partition kernel and the CTA merge both call it.
+#pragma once
+
+#include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/search_tags.hpp"
+
+namespace libmerge::detail {
+
+// Does a_key come before b_key in the merge? lower: A wins ties (a stable
+// merge, lower-bound searches of A); upper: B wins ties.
+template <bounds Bounds, class AKey, class BKey, class Comp>
+LIBMERGE_HOST_DEVICE bool a_goes_first(const AKey& a_key, const BKey& b_key, Comp& comp) {
+  if constexpr (Bounds == bounds::lower) {
+    return !comp(b_key, a_key);
+  } else {
+    return comp(a_key, b_key);
+  }
+}
+
+// How many of the first `diag` outputs of merging a[0, na) and b[0, nb) come
+// from A. A binary search along the cross-diagonal: every probe is in range
+// (a[mid] with mid < min(diag, na), b[diag - 1 - mid] with diag - 1 - mid < nb),
+// and it ends after log2(min(na, nb) + 1) steps whatever comp does.
+// Index is int inside a tile (cheaper on the GPU) and index_t across the input.
+// (A 4-way search, three independent probes a round, was tried for the
+// latency-bound partition kernel and measured slower on an H200.)
+template <bounds Bounds, class Index, class AIt, class BIt, class Comp>
+LIBMERGE_HOST_DEVICE Index merge_path(AIt a, Index na, BIt b, Index nb, Index diag, Comp comp) {
+  Index lo = diag > nb ? diag - nb : 0;
+  Index hi = diag < na ? diag : na;
+  while (lo < hi) {
+    const Index mid = lo + (hi - lo) / 2;
+    if (a_goes_first<Bounds>(a[mid], b[diag - 1 - mid], comp)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+}  // namespace libmerge::detail

@@ -1,0 +1,62 @@
+// LaunchBox: CUDA launch shapes as data. A box is (nt threads per block, vt
+// values per thread); nv = nt * vt elements make one tile. Each algorithm keeps
+// a table with one line per GPU architecture; the CUDA backend picks the line of
+// the architecture the running kernels were compiled for, and a caller can pass
+// its own box for one call: lm::cuda::par.with(lm::launch_box<64, 3>{}).
+#pragma once
+
+#include <cstddef>
+
+namespace libmerge {
+
+template <int NT, int VT>
+struct launch_box {
+  static_assert(NT >= 32 && NT <= 1024 && NT % 32 == 0,
+                "libmerge::launch_box: threads per block (nt) must be a multiple of 32 in [32, 1024]");
+  static_assert(VT >= 1 && VT <= 64, "libmerge::launch_box: values per thread (vt) must be in [1, 64]");
+  // Tiles address their elements with 16-bit offsets in shared memory.
+  static_assert(NT * VT <= 65535, "libmerge::launch_box: a tile (nt * vt) must hold at most 65535 elements");
+  static constexpr int nt = NT;
+  static constexpr int vt = VT;
+  static constexpr int nv = NT * VT;
+};
+
+// Marker for "use the tuned table": the default of every CUDA policy.
+struct tuned_launch_box {};
+
+namespace tuning {
+
+// Values per thread for elements of element_bytes, from a line tuned for
+// elements of base_bytes: larger elements get proportionally fewer, so that a
+// tile's shared memory and registers stay about the same (smaller ones keep
+// the base count). Odd counts keep the blocked/striped exchanges in shared
+// memory free of bank conflicts.
+constexpr int scale_vt(int base_vt, std::size_t base_bytes, std::size_t element_bytes) {
+  const std::size_t bytes = element_bytes < base_bytes ? base_bytes : element_bytes;
+  int vt = static_cast<int>((static_cast<std::size_t>(base_vt) * base_bytes + bytes / 2) / bytes);
+  if (vt > 1 && vt % 2 == 0) --vt;
+  return vt < 1 ? 1 : vt;
+}
+
+// merge and merge_by_key: from `arch` (compute capability x 10) upward, until
+// the next line, nt threads per CTA and, per thread, vt_keys 4-byte keys
+// (merge) or vt_pairs pairs of 4-byte keys and values (merge_by_key), scaled by
+// scale_vt for other sizes. Newest architecture first: the backend takes the
+// first line whose arch is not above the architecture the kernels were
+// compiled for. sm_90 was tuned on an H200 (docs/cuda-merge.md); sm_80 and
+// sm_100 start from the same shape until measured on their own hardware.
+struct merge_line {
+  int arch;
+  int nt;
+  int vt_keys;
+  int vt_pairs;
+};
+
+inline constexpr merge_line merge[] = {
+    {100, 256, 23, 9},
+    {90, 256, 23, 9},
+    {80, 256, 23, 9},
+};
+
+}  // namespace tuning
+}  // namespace libmerge
