@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what the build needs and a fresh Debian 12 machine lacks: CMake,
+# g++, make and Boost.Test's headers (libboost-test-dev). Does nothing when
+# all are present. nvcc is optional: with it, the CUDA targets are built too.
+set -euo pipefail
+need=()
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v make >/dev/null 2>&1 || need+=(make)
+[ -f /usr/include/boost/test/included/unit_test.hpp ] || need+=(libboost-test-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup-deps: installing ${need[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

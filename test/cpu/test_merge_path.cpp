@@ -1,0 +1,216 @@
+// Unit tests of the merge-path search (backends/cuda/merge_path.hpp), which is
+// plain C++ and compiles without CUDA: for every cross-diagonal, merge_path must
+// return the co-rank of a brute-force reference merge.
+#define BOOST_TEST_MODULE libmerge_cpu_merge_path
+#include <boost/test/included/unit_test.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include <backends/cuda/merge_path.hpp>
+
+#include "cpu_test_helpers.hpp"
+
+namespace lm = libmerge;
+using cpu_test::checked_iterator;
+using test_support::record;
+using test_support::record_less;
+
+namespace {
+
+// Brute-force co-ranks: corank[d] = how many of the first d outputs of the
+// merge come from A, for d = 0 .. na + nb. The merge is std::merge on keys
+// tagged with their side: lower = std::merge(A, B) (A wins ties),
+// upper = std::merge(B, A) (B wins ties).
+template <lm::bounds Bounds, class T, class Comp>
+std::vector<std::int64_t> brute_force_coranks(const std::vector<T>& a, const std::vector<T>& b, Comp comp) {
+  using tagged = std::pair<T, bool>;  // (key, from A)
+  std::vector<tagged> ta, tb, merged(a.size() + b.size());
+  for (const auto& x : a) ta.emplace_back(x, true);
+  for (const auto& x : b) tb.emplace_back(x, false);
+  auto by_key = [&](const tagged& x, const tagged& y) { return comp(x.first, y.first); };
+  if (Bounds == lm::bounds::lower) {
+    std::merge(ta.begin(), ta.end(), tb.begin(), tb.end(), merged.begin(), by_key);
+  } else {
+    std::merge(tb.begin(), tb.end(), ta.begin(), ta.end(), merged.begin(), by_key);
+  }
+  std::vector<std::int64_t> corank(merged.size() + 1, 0);
+  for (std::size_t d = 0; d < merged.size(); ++d) corank[d + 1] = corank[d] + (merged[d].second ? 1 : 0);
+  return corank;
+}
+
+template <class T>
+T small_key(std::mt19937_64& rng, int range);
+template <>
+int small_key<int>(std::mt19937_64& rng, int range) {
+  return static_cast<int>(rng() % static_cast<unsigned>(range)) - range / 2;
+}
+template <>
+record small_key<record>(std::mt19937_64& rng, int range) {
+  const auto r = static_cast<std::int64_t>(rng() % static_cast<unsigned>(range));
+  return record{r / 2, static_cast<std::int32_t>(r % 2), static_cast<std::int32_t>(rng() % 1000)};
+}
+
+// Checks merge_path<Bounds, Index> at every diagonal of one (a, b) pair.
+template <lm::bounds Bounds, class Index, class T, class Comp>
+void check_all_diagonals(const std::vector<T>& a, const std::vector<T>& b, Comp comp) {
+  const auto expected = brute_force_coranks<Bounds>(a, b, comp);
+  const Index na = static_cast<Index>(a.size()), nb = static_cast<Index>(b.size());
+  int wrong = 0;
+  for (Index diag = 0; diag <= na + nb; ++diag) {
+    const Index got = lm::detail::merge_path<Bounds, Index>(a.data(), na, b.data(), nb, diag, comp);
+    if (static_cast<std::int64_t>(got) != expected[static_cast<std::size_t>(diag)] && wrong++ == 0) {
+      BOOST_ERROR("diag " << diag << ": merge_path " << got << ", brute force "
+                          << expected[static_cast<std::size_t>(diag)]);
+    }
+  }
+  BOOST_TEST(wrong == 0, wrong << " wrong diagonals");
+}
+
+template <class T, class Comp>
+void random_cases(Comp comp, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  for (int iter = 0; iter < 1500; ++iter) {
+    // Small sides, empty sides included; a small key range makes duplicates
+    // (within a side and across the sides) common.
+    const auto na = static_cast<std::size_t>(rng() % 24);
+    const auto nb = static_cast<std::size_t>(iter % 10 == 0 ? 0 : rng() % 24);
+    const int range = 1 + static_cast<int>(rng() % 12);
+    std::vector<T> a(na), b(nb);
+    for (auto& x : a) x = small_key<T>(rng, range);
+    for (auto& x : b) x = small_key<T>(rng, range);
+    std::stable_sort(a.begin(), a.end(), comp);
+    std::stable_sort(b.begin(), b.end(), comp);
+    if (iter % 2) std::swap(a, b);  // also empty A with nonempty B
+    BOOST_TEST_CONTEXT("seed " << seed << ", case " << iter << ", na " << a.size() << ", nb " << b.size()
+                               << ", key range " << range << ", comp " << cpu_test::comp_name<Comp>()) {
+      check_all_diagonals<lm::bounds::lower, int>(a, b, comp);
+      check_all_diagonals<lm::bounds::upper, int>(a, b, comp);
+      check_all_diagonals<lm::bounds::lower, std::int64_t>(a, b, comp);
+      check_all_diagonals<lm::bounds::upper, std::int64_t>(a, b, comp);
+    }
+  }
+}
+
+// A read-only arithmetic sequence seq[i] = mul * i + add: an "array" of any
+// length for the 64-bit tests (merge_path only uses operator[]).
+struct affine_sequence {
+  std::int64_t mul, add;
+  std::int64_t operator[](std::int64_t i) const { return mul * i + add; }
+};
+
+}  // namespace
+
+// Random small inputs with many duplicates: every diagonal, both bounds, int
+// and int64 Index, with lm::less<> and lm::greater<>.
+BOOST_AUTO_TEST_CASE(every_diagonal_matches_brute_force_int_keys) {
+  random_cases<int>(lm::less<>{}, 101);
+  random_cases<int>(lm::greater<>{}, 102);
+  random_cases<int>(lm::less<int>{}, 103);
+}
+
+// Same with 16-byte record keys (ties on (major, minor), tag differs).
+BOOST_AUTO_TEST_CASE(every_diagonal_matches_brute_force_record_keys) {
+  random_cases<record>(record_less{}, 201);
+  random_cases<record>(lm::greater<>{}, 202);
+}
+
+// Hand-picked corner shapes: one or both sides empty, all keys equal (the
+// bounds differ at every diagonal), disjoint ranges in both orders.
+BOOST_AUTO_TEST_CASE(corner_shapes) {
+  const std::vector<std::vector<int>> shapes = {
+      {}, {5}, {5, 5, 5, 5}, {1, 2, 3}, {7, 8, 9, 10, 11}, {-3, 5, 5, 9}};
+  for (const auto& a : shapes) {
+    for (const auto& b : shapes) {
+      BOOST_TEST_CONTEXT("na " << a.size() << ", nb " << b.size()) {
+        check_all_diagonals<lm::bounds::lower, int>(a, b, lm::less<>{});
+        check_all_diagonals<lm::bounds::upper, int>(a, b, lm::less<>{});
+        check_all_diagonals<lm::bounds::lower, std::int64_t>(a, b, lm::less<>{});
+        check_all_diagonals<lm::bounds::upper, std::int64_t>(a, b, lm::less<>{});
+      }
+    }
+  }
+}
+
+// On all-equal keys the two bounds must differ exactly as the tie rule says:
+// lower takes min(diag, na) from A, upper takes max(0, diag - nb).
+BOOST_AUTO_TEST_CASE(all_equal_keys_follow_the_tie_rule) {
+  const std::vector<int> a(9, 4), b(6, 4);
+  for (int diag = 0; diag <= 15; ++diag) {
+    const int lower = lm::detail::merge_path<lm::bounds::lower, int>(a.data(), 9, b.data(), 6, diag, lm::less<>{});
+    const int upper = lm::detail::merge_path<lm::bounds::upper, int>(a.data(), 9, b.data(), 6, diag, lm::less<>{});
+    BOOST_TEST(lower == std::min(diag, 9));
+    BOOST_TEST(upper == std::max(0, diag - 6));
+  }
+}
+
+// 64-bit Index on virtual inputs of 2^40 elements, and int Index up to a total
+// of 2^31 - 1: A = 0, 2, 4, ... and B = 1, 3, 5, ... interleave, so the co-rank
+// of diag is ceil(diag / 2) clamped by the side lengths; A = B = 0, 3, 6, ...
+// ties at every step (lower: ceil(diag / 2), upper: floor(diag / 2)).
+BOOST_AUTO_TEST_CASE(large_index_values_do_not_overflow) {
+  const affine_sequence evens{2, 0}, odds{2, 1}, threes{3, 0};
+  const std::int64_t n64 = std::int64_t{1} << 40;
+  for (std::int64_t diag : {std::int64_t{0}, std::int64_t{1}, n64 - 1, n64, n64 + 1, 2 * n64 - 1, 2 * n64,
+                            (std::int64_t{1} << 33) + 12345}) {
+    BOOST_TEST_CONTEXT("Index int64, diag " << diag) {
+      BOOST_TEST((lm::detail::merge_path<lm::bounds::lower, std::int64_t>(evens, n64, odds, n64, diag,
+                                                                           lm::less<>{})) == (diag + 1) / 2);
+      BOOST_TEST((lm::detail::merge_path<lm::bounds::lower, std::int64_t>(threes, n64, threes, n64, diag,
+                                                                           lm::less<>{})) == (diag + 1) / 2);
+      BOOST_TEST((lm::detail::merge_path<lm::bounds::upper, std::int64_t>(threes, n64, threes, n64, diag,
+                                                                           lm::less<>{})) == diag / 2);
+    }
+  }
+  // Index int: na + nb = 2^31 - 1, the largest total an int tile index allows.
+  const int na = (1 << 30) - 1, nb = 1 << 30;
+  for (int diag : {0, 1, na, nb, na + nb - 1, na + nb}) {
+    BOOST_TEST_CONTEXT("Index int, diag " << diag) {
+      const std::int64_t d = diag;
+      // evens (A) vs odds (B): A holds ceil(d/2) of the first d, at most na;
+      // when A runs out, the rest come from B.
+      const std::int64_t expected = std::min<std::int64_t>((d + 1) / 2, na);
+      BOOST_TEST((lm::detail::merge_path<lm::bounds::lower, int>(evens, na, odds, nb, diag, lm::less<>{})) ==
+                 expected);
+      BOOST_TEST((lm::detail::merge_path<lm::bounds::upper, int>(threes, na, threes, nb, diag, lm::less<>{})) ==
+                 std::max<std::int64_t>(d / 2, d - nb));
+    }
+  }
+}
+
+// With a comparator that is no strict weak ordering (random answers, or <=)
+// merge_path must stay in range: every probe inside a[0, na) and b[0, nb)
+// (checked iterators throw otherwise), and a result in
+// [max(0, diag - nb), min(diag, na)].
+BOOST_AUTO_TEST_CASE(bad_comparators_stay_in_range) {
+  std::mt19937_64 rng(301);
+  auto random_comp = [&rng](int, int) { return (rng() & 1) != 0; };
+  auto less_equal = [](int x, int y) { return x <= y; };
+  for (int iter = 0; iter < 400; ++iter) {
+    std::vector<int> a(rng() % 20), b(rng() % 20);
+    for (auto& x : a) x = static_cast<int>(rng() % 5);
+    for (auto& x : b) x = static_cast<int>(rng() % 5);
+    if (iter % 2) std::sort(a.begin(), a.end());  // unsorted or sorted
+    const auto na = static_cast<std::ptrdiff_t>(a.size()), nb = static_cast<std::ptrdiff_t>(b.size());
+    checked_iterator<const int> ca(a.data(), na), cb(b.data(), nb);
+    for (std::ptrdiff_t diag = 0; diag <= na + nb; ++diag) {
+      BOOST_TEST_CONTEXT("case " << iter << ", na " << na << ", nb " << nb << ", diag " << diag) {
+        std::ptrdiff_t r1 = -1, r2 = -1, r3 = -1;
+        try {
+          r1 = lm::detail::merge_path<lm::bounds::lower, std::ptrdiff_t>(ca, na, cb, nb, diag, random_comp);
+          r2 = lm::detail::merge_path<lm::bounds::upper, std::ptrdiff_t>(ca, na, cb, nb, diag, random_comp);
+          r3 = lm::detail::merge_path<lm::bounds::lower, std::ptrdiff_t>(ca, na, cb, nb, diag, less_equal);
+        } catch (const cpu_test::out_of_range_access& e) {
+          BOOST_ERROR("merge_path read out of range: " << e.what());
+        }
+        for (std::ptrdiff_t r : {r1, r2, r3}) {
+          BOOST_TEST(r >= std::max<std::ptrdiff_t>(0, diag - nb));
+          BOOST_TEST(r <= std::min(diag, na));
+        }
+      }
+    }
+  }
+}
