@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Copies the GPU test, demo and benchmark executables of a build tree into
+# gpu-bin/, small enough to carry to the lent GPU machine.
+set -eu
+BUILD=${1:-build-gpu}
+rm -rf gpu-bin && mkdir -p gpu-bin
+for f in test/gpu/test_cuda_errors test/gpu/test_cuda_merge test/gpu/test_cuda_large test/gpu/test_cuda_arch_mismatch \
+         demo/libmerge_demo perf/libmerge_bench; do
+  [ -f "$BUILD/$f" ] && cp "$BUILD/$f" gpu-bin/
+done
+ls -la gpu-bin

@@ -1,0 +1,375 @@
+// CUDA merge and merge_by_key against the serial backend (itself checked
+// against std::merge here too): every key type, sizes at every tile boundary,
+// unbalanced inputs, stability, comparators, launch boxes, iterators,
+// policies, streams and allocators.
+#define BOOST_TEST_MODULE cuda_merge
+#include <boost/test/included/unit_test.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <thrust/execution_policy.h>
+#include <thrust/fill.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/discard_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "cuda_test_support.cuh"
+#include "test_support.hpp"
+
+namespace lm = libmerge;
+using namespace test_support;
+using cuda_test::to_device;
+using cuda_test::to_host;
+using test_support::check_same;
+
+namespace {
+
+// LIBMERGE_TEST_QUICK=1 (used under compute-sanitizer) keeps every test case
+// and every tile-boundary kind (partial, full, one past) but drops the large
+// sizes and most splits.
+bool quick() {
+  const char* v = std::getenv("LIBMERGE_TEST_QUICK");
+  return v != nullptr && *v != '\0' && *v != '0';
+}
+
+std::vector<long long> sizes_for(long long nv) {
+  if (quick()) return {1, 3, nv - 1, nv, nv + 1, 2 * nv + 1};
+  return cuda_test::tile_boundary_sizes(nv);
+}
+
+// Ways to split n outputs between A and B: balanced, one side empty, lopsided
+// both ways, and a random split.
+std::vector<std::pair<long long, long long>> splits(long long n, std::mt19937_64& rng) {
+  std::vector<std::pair<long long, long long>> s = {{n / 2, n - n / 2}, {0, n}, {n, 0}};
+  if (!quick()) {
+    s.push_back({n - n / 16, n / 16});
+    s.push_back({n / 16, n - n / 16});
+    const long long r = static_cast<long long>(rng() % static_cast<std::uint64_t>(n + 1));
+    s.push_back({r, n - r});
+  }
+  return s;
+}
+
+// A value no generator produces, so an unwritten output cannot pass.
+template <class T>
+T poison() {
+  if constexpr (std::is_same_v<T, record>) {
+    return record{-12345, -1, -1};
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return T(-7777.125);
+  } else {
+    return static_cast<T>(0x5a5a5a5a5a5a5a5aull);
+  }
+}
+
+template <class T>
+std::string describe(const char* algo, long long na, long long nb, distribution d, const char* comp) {
+  std::ostringstream os;
+  os << algo << "<" << sizeof(T) << "-byte key> na=" << na << " nb=" << nb << " " << name(d) << " " << comp;
+  return os.str();
+}
+
+// One merge on the device with `policy`, against lm::serial on the host.
+template <class T, class Comp, class Policy>
+void check_merge(const Policy& policy, const std::vector<T>& a, const std::vector<T>& b, Comp comp,
+                 const std::string& what) {
+  auto da = to_device(a), db = to_device(b);
+  thrust::device_vector<T> out(a.size() + b.size(), poison<T>());
+  auto end = lm::merge(policy, da.begin(), da.end(), db.begin(), db.end(), out.begin(), comp);
+  BOOST_CHECK_MESSAGE(end == out.end(), what << ": returned end");
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<T> expected(a.size() + b.size());
+  lm::merge(lm::serial, a.begin(), a.end(), b.begin(), b.end(), expected.begin(), comp);
+  check_same(to_host(out), expected, what);
+}
+
+// merge_by_key: values tag each element's origin (A: i, B: |A| + j).
+template <class T, class V, class Comp, class Policy>
+void check_merge_by_key(const Policy& policy, const std::vector<T>& a, const std::vector<T>& b, Comp comp,
+                        const std::string& what) {
+  std::vector<V> av(a.size()), bv(b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) av[i] = static_cast<V>(i);
+  for (std::size_t i = 0; i < b.size(); ++i) bv[i] = static_cast<V>(a.size() + i);
+  auto da = to_device(a), db = to_device(b);
+  auto dav = to_device(av), dbv = to_device(bv);
+  thrust::device_vector<T> keys(a.size() + b.size(), poison<T>());
+  thrust::device_vector<V> vals(a.size() + b.size(), static_cast<V>(-1));
+  auto ends = lm::merge_by_key(policy, da.begin(), da.end(), db.begin(), db.end(), dav.begin(), dbv.begin(),
+                               keys.begin(), vals.begin(), comp);
+  BOOST_CHECK_MESSAGE(ends.first == keys.end() && ends.second == vals.end(), what << ": returned ends");
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<T> ek(a.size() + b.size());
+  std::vector<V> ev(a.size() + b.size());
+  lm::merge_by_key(lm::serial, a.begin(), a.end(), b.begin(), b.end(), av.begin(), bv.begin(), ek.begin(),
+                   ev.begin(), comp);
+  check_same(to_host(keys), ek, what + " (keys)");
+  check_same(to_host(vals), ev, what + " (values)");
+}
+
+template <class T, class Comp>
+std::pair<std::vector<T>, std::vector<T>> inputs(long long na, long long nb, distribution d, std::uint64_t seed,
+                                                 Comp comp) {
+  // all_equal: both sides hold the same key, so every tie crosses A and B.
+  if (d == distribution::all_equal) {
+    auto a = generate_sorted<T>(na, d, seed, comp);
+    std::vector<T> b(static_cast<std::size_t>(nb), generate<T>(1, d, seed, comp).at(0));
+    if constexpr (std::is_same_v<T, record>) {
+      for (std::size_t i = 0; i < b.size(); ++i) b[i].tag = static_cast<std::int32_t>(1000000 + i);
+    }
+    return {a, b};
+  }
+  return {generate_sorted<T>(na, d, seed, comp), generate_sorted<T>(nb, d, seed + 1, comp)};
+}
+
+}  // namespace
+
+// The serial oracle itself against std::merge, on the kinds of input used below.
+BOOST_AUTO_TEST_CASE_TEMPLATE(serial_oracle_matches_std_merge, T, key_types) {
+  for (distribution d : {distribution::random, distribution::few_distinct, distribution::all_equal}) {
+    auto [a, b] = inputs<T>(1000, 777, d, 5, lm::less<>());
+    std::vector<T> got(a.size() + b.size());
+    lm::merge(lm::serial, a.begin(), a.end(), b.begin(), b.end(), got.begin());
+    check_same(got, reference_merge(a, b, lm::less<>()), std::string("serial vs std::merge ") + name(d));
+  }
+}
+
+// merge of every key type, at every tile boundary of the tuned launch box.
+BOOST_AUTO_TEST_CASE_TEMPLATE(merge_keys_tuned_box, T, key_types) {
+  std::mt19937_64 rng(42);
+  const long long nv = cuda_test::tuned_merge_nv<T>();
+  BOOST_TEST_MESSAGE("tuned nv for " << sizeof(T) << "-byte keys: " << nv);
+  for (long long n : sizes_for(nv)) {
+    for (auto [na, nb] : splits(n, rng)) {
+      for (distribution d : {distribution::random, distribution::few_distinct, distribution::all_equal}) {
+        auto [a, b] = inputs<T>(na, nb, d, rng(), lm::less<>());
+        check_merge(lm::cuda::par, a, b, lm::less<>(), describe<T>("merge", na, nb, d, "less"));
+      }
+      auto [a, b] = inputs<T>(na, nb, distribution::random, rng(), lm::greater<>());
+      check_merge(lm::cuda::par, a, b, lm::greater<>(), describe<T>("merge", na, nb, distribution::random, "greater"));
+    }
+  }
+}
+
+// merge_by_key of every key type with int32 values (origin tags).
+BOOST_AUTO_TEST_CASE_TEMPLATE(merge_by_key_tuned_box, T, key_types) {
+  std::mt19937_64 rng(43);
+  const long long nv = cuda_test::tuned_merge_nv<T, std::int32_t>();
+  for (long long n : sizes_for(nv)) {
+    for (auto [na, nb] : splits(n, rng)) {
+      for (distribution d : {distribution::random, distribution::few_distinct, distribution::all_equal}) {
+        auto [a, b] = inputs<T>(na, nb, d, rng(), lm::less<>());
+        check_merge_by_key<T, std::int32_t>(lm::cuda::par, a, b, lm::less<>(),
+                                            describe<T>("merge_by_key", na, nb, d, "less"));
+      }
+      auto [a, b] = inputs<T>(na, nb, distribution::few_distinct, rng(), lm::greater<>());
+      check_merge_by_key<T, std::int32_t>(lm::cuda::par, a, b, lm::greater<>(),
+                                          describe<T>("merge_by_key", na, nb, distribution::few_distinct, "greater"));
+    }
+  }
+}
+
+// The struct key with its own comparator, with values too (double), at the
+// tile boundaries of both tuned boxes.
+BOOST_AUTO_TEST_CASE(merge_struct_key_custom_comparator) {
+  std::mt19937_64 rng(44);
+  const long long nk = cuda_test::tuned_merge_nv<record>(), np = cuda_test::tuned_merge_nv<record, double>();
+  for (long long n : {1LL, nk - 1, nk, nk + 1, np - 1, np, np + 1, 100000LL}) {
+    for (auto [na, nb] : splits(n, rng)) {
+      for (distribution d : {distribution::few_distinct, distribution::all_equal, distribution::random}) {
+        auto [a, b] = inputs<record>(na, nb, d, rng(), record_less());
+        check_merge(lm::cuda::par, a, b, record_less(), describe<record>("merge", na, nb, d, "record_less"));
+        check_merge_by_key<record, double>(lm::cuda::par, a, b, record_less(),
+                                           describe<record>("merge_by_key<double>", na, nb, d, "record_less"));
+      }
+    }
+  }
+}
+
+// Callers' launch boxes: odd and tiny values per thread, one thread per value,
+// and a box whose tile needs more than the default 48 KB of shared memory.
+template <class Box>
+void check_box(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const auto policy = lm::cuda::par.with(Box{});
+  for (long long n : sizes_for(Box::nv)) {
+    for (auto [na, nb] : splits(n, rng)) {
+      for (distribution d : {distribution::random, distribution::all_equal}) {
+        std::ostringstream what;
+        what << "box nt=" << Box::nt << " vt=" << Box::vt << " ";
+        auto [a, b] = inputs<std::int32_t>(na, nb, d, rng(), lm::less<>());
+        check_merge(policy, a, b, lm::less<>(), what.str() + describe<int>("merge", na, nb, d, "less"));
+        check_merge_by_key<std::int32_t, std::int32_t>(policy, a, b, lm::less<>(),
+                                                       what.str() + describe<int>("merge_by_key", na, nb, d, "less"));
+      }
+    }
+  }
+}
+BOOST_AUTO_TEST_CASE(merge_launch_box_64x3) { check_box<lm::launch_box<64, 3>>(50); }
+BOOST_AUTO_TEST_CASE(merge_launch_box_32x1) { check_box<lm::launch_box<32, 1>>(51); }
+BOOST_AUTO_TEST_CASE(merge_launch_box_128x9) { check_box<lm::launch_box<128, 9>>(52); }
+BOOST_AUTO_TEST_CASE(merge_launch_box_512x13_large_shared_memory) { check_box<lm::launch_box<512, 13>>(53); }
+// An even VT (bank conflicts, not errors) and a large one.
+BOOST_AUTO_TEST_CASE(merge_launch_box_256x8) { check_box<lm::launch_box<256, 8>>(54); }
+BOOST_AUTO_TEST_CASE(merge_launch_box_96x31) { check_box<lm::launch_box<96, 31>>(55); }
+
+// Fancy iterators: counting and transform inputs, discard outputs, mixed
+// input iterator types, device_ptr and raw pointers.
+struct times_three {
+  __host__ __device__ long long operator()(long long x) const { return 3 * x; }
+};
+
+BOOST_AUTO_TEST_CASE(merge_fancy_iterators) {
+  const long long na = 100000, nb = 77777;
+  thrust::counting_iterator<long long> a(0);  // 0, 1, 2, ...
+  auto b = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), times_three{});  // 0, 3, 6, ...
+  std::vector<long long> ha(na), hb(nb);
+  for (long long i = 0; i < na; ++i) ha[i] = i;
+  for (long long i = 0; i < nb; ++i) hb[i] = 3 * i;
+  std::vector<long long> expected(na + nb);
+  std::merge(ha.begin(), ha.end(), hb.begin(), hb.end(), expected.begin());
+
+  thrust::device_vector<long long> out(na + nb, -1);
+  lm::merge(lm::cuda::par, a, a + na, b, b + nb, out.begin());
+  check_same(to_host(out), expected, "counting + transform inputs");
+
+  // Values from counting iterators, keys thrown away: the values alone show the merge order.
+  thrust::device_vector<long long> vals(na + nb, -1);
+  auto ends = lm::merge_by_key(lm::cuda::par, a, a + na, b, b + nb, thrust::counting_iterator<long long>(0),
+                               thrust::counting_iterator<long long>(na), thrust::make_discard_iterator(),
+                               vals.begin());
+  BOOST_CHECK(ends.second == vals.end());
+  std::vector<long long> tags_a(na), tags_b(nb), expected_vals(na + nb);
+  for (long long i = 0; i < na; ++i) tags_a[i] = i;
+  for (long long i = 0; i < nb; ++i) tags_b[i] = na + i;
+  lm::merge_by_key(lm::serial, ha.begin(), ha.end(), hb.begin(), hb.end(), tags_a.begin(), tags_b.begin(),
+                   thrust::make_discard_iterator(), expected_vals.begin());
+  check_same(to_host(vals), expected_vals, "counting values, discarded keys");
+
+  // Raw device pointers and device_ptr, A and B of different iterator types.
+  auto da = to_device(ha);
+  thrust::device_vector<long long> db(hb.begin(), hb.end()), out2(na + nb, -1);
+  long long* raw_a = thrust::raw_pointer_cast(da.data());
+  lm::merge(lm::cuda::par, raw_a, raw_a + na, db.data(), db.data() + nb, thrust::raw_pointer_cast(out2.data()));
+  check_same(to_host(out2), expected, "raw pointer + device_ptr");
+}
+
+// Thrust's policies select the CUDA backend: drop-in for thrust::merge.
+BOOST_AUTO_TEST_CASE(merge_with_thrust_policies) {
+  std::mt19937_64 rng(60);
+  cudaStream_t s;
+  BOOST_REQUIRE_EQUAL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  for (long long n : {5000LL, 300001LL}) {
+    auto [a, b] = inputs<float>(n / 3, n - n / 3, distribution::random, rng(), lm::less<>());
+    check_merge(thrust::device, a, b, lm::less<>(), "thrust::device");
+    check_merge(thrust::cuda::par.on(s), a, b, lm::less<>(), "thrust::cuda::par.on(s)");
+    check_merge(lm::cuda::par.on(s), a, b, lm::less<>(), "lm::cuda::par.on(s)");
+    check_merge_by_key<float, int>(thrust::cuda::par.on(s), a, b, lm::less<>(), "thrust::cuda::par.on(s) by key");
+  }
+  BOOST_CHECK_EQUAL(cudaStreamDestroy(s), cudaSuccess);
+}
+
+// Temporary storage comes from the caller's allocator when the policy has one,
+// and every allocation is given back.
+struct counting_allocator {
+  std::atomic<int>* live;
+  std::atomic<int>* calls;
+  void* allocate(std::size_t bytes, cudaStream_t stream) {
+    void* p = nullptr;
+    if (cudaMallocAsync(&p, bytes, stream) != cudaSuccess) throw std::bad_alloc();
+    ++*live;
+    ++*calls;
+    return p;
+  }
+  void deallocate(void* p, std::size_t, cudaStream_t stream) noexcept {
+    cudaFreeAsync(p, stream);
+    --*live;
+  }
+};
+
+BOOST_AUTO_TEST_CASE(merge_uses_the_policys_allocator) {
+  std::atomic<int> live{0}, calls{0};
+  const auto policy = lm::cuda::par.with_allocator(counting_allocator{&live, &calls});
+  std::mt19937_64 rng(61);
+  auto [a, b] = inputs<int>(40000, 50000, distribution::random, rng(), lm::less<>());
+  check_merge(policy, a, b, lm::less<>(), "counting allocator");
+  check_merge_by_key<int, int>(policy, a, b, lm::less<>(), "counting allocator by key");
+  BOOST_CHECK_EQUAL(calls.load(), 2);
+  BOOST_CHECK_EQUAL(live.load(), 0);
+}
+
+// A kernel that holds its stream until the host raises a flag (or ~2 s pass).
+__global__ void hold_stream(volatile int* flag, int* timed_out, long long max_cycles) {
+  const long long start = clock64();
+  while (*flag == 0) {
+    if (clock64() - start > max_cycles) {
+      *timed_out = 1;
+      return;
+    }
+  }
+}
+
+struct stream_gate {
+  int* host = nullptr;   // [0] flag, [1] timed out
+  int* device = nullptr;
+  stream_gate() {
+    BOOST_REQUIRE_EQUAL(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped), cudaSuccess);
+    host[0] = host[1] = 0;
+    BOOST_REQUIRE_EQUAL(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device), host, 0), cudaSuccess);
+  }
+  ~stream_gate() { cudaFreeHost(host); }
+  void close(cudaStream_t s) { hold_stream<<<1, 1, 0, s>>>(device, device + 1, 4000000000LL); }
+  void open() { *reinterpret_cast<volatile int*>(host) = 1; }
+  bool timed_out() const { return host[1] != 0; }
+};
+
+// No device-wide synchronization and no device-to-host copy inside merge: the
+// call returns while its stream is still held by an earlier kernel, and a
+// merge on a second stream completes while the first stream is held.
+BOOST_AUTO_TEST_CASE(merge_is_asynchronous_and_streams_overlap) {
+  std::mt19937_64 rng(62);
+  auto [a, b] = inputs<int>(300000, 200000, distribution::random, rng(), lm::less<>());
+  auto da = to_device(a), db = to_device(b);
+  thrust::device_vector<int> out1(a.size() + b.size()), out2(a.size() + b.size());
+  std::vector<int> expected(a.size() + b.size());
+  lm::merge(lm::serial, a.begin(), a.end(), b.begin(), b.end(), expected.begin());
+  // Load every kernel used below first: CUDA's lazy module loading may
+  // synchronize the context the first time a kernel is used, which would
+  // wait for the held stream (that is the driver, not libmerge).
+  lm::merge(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), out1.begin());
+  lm::merge_by_key(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), da.begin(), db.begin(), out2.begin(),
+                   thrust::make_discard_iterator());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+
+  cudaStream_t s1, s2;
+  BOOST_REQUIRE_EQUAL(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
+  BOOST_REQUIRE_EQUAL(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cudaSuccess);
+  thrust::fill(out1.begin(), out1.end(), -1);
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  {
+    stream_gate gate;
+    gate.close(s1);
+    lm::merge(lm::cuda::par.on(s1), da.begin(), da.end(), db.begin(), db.end(), out1.begin());
+    const bool s1_held_after_call = cudaStreamQuery(s1) == cudaErrorNotReady;
+    lm::merge_by_key(lm::cuda::par.on(s2), da.begin(), da.end(), db.begin(), db.end(), da.begin(), db.begin(),
+                     out2.begin(), thrust::make_discard_iterator());
+    const bool s2_done = cudaStreamSynchronize(s2) == cudaSuccess;
+    const bool s1_still_held = cudaStreamQuery(s1) == cudaErrorNotReady;
+    gate.open();
+    BOOST_REQUIRE_EQUAL(cudaStreamSynchronize(s1), cudaSuccess);
+    BOOST_CHECK_MESSAGE(s1_held_after_call, "lm::merge waited for its stream");
+    BOOST_CHECK(s2_done);
+    BOOST_CHECK_MESSAGE(s1_still_held, "the merge on stream 2 waited for stream 1");
+    BOOST_CHECK(!gate.timed_out());
+  }
+  check_same(to_host(out1), expected, "merge behind a held stream");
+  check_same(to_host(out2), expected, "merge_by_key on a second stream");
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
