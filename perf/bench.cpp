@@ -469,12 +469,12 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
     if (opt.tune) {
       // The shapes around each tuned line (policies/launch_box.hpp).
       using lm::launch_box;
-      tune_case<std::int32_t, void, launch_box<128, 15>, launch_box<256, 15>, launch_box<256, 19>, launch_box<256, 23>,
-                launch_box<512, 15>>(timer, keys);
-      tune_case<std::int32_t, std::int32_t, launch_box<128, 7>, launch_box<256, 7>, launch_box<256, 9>, launch_box<256, 11>,
-                launch_box<512, 7>>(timer, pairs);
-      tune_case<std::int64_t, void, launch_box<128, 7>, launch_box<256, 9>, launch_box<256, 11>, launch_box<512, 7>>(timer,
-                                                                                                                    wide);
+      tune_case<std::int32_t, void, launch_box<256, 23>, launch_box<384, 19>, launch_box<384, 23>, launch_box<512, 15>,
+                launch_box<512, 19>, launch_box<512, 23>>(timer, keys);
+      tune_case<std::int32_t, std::int32_t, launch_box<256, 9>, launch_box<384, 9>, launch_box<512, 7>, launch_box<512, 9>,
+                launch_box<512, 11>>(timer, pairs);
+      tune_case<std::int64_t, void, launch_box<256, 11>, launch_box<384, 9>, launch_box<512, 7>, launch_box<512, 9>,
+                launch_box<512, 11>>(timer, wide);
     } else {
       gpu_case(timer, keys);
       gpu_case(timer, pairs);

@@ -43,8 +43,10 @@ constexpr int scale_vt(int base_vt, std::size_t base_bytes, std::size_t element_
 // (merge) or vt_pairs pairs of 4-byte keys and values (merge_by_key), scaled by
 // scale_vt for other sizes. Newest architecture first: the backend takes the
 // first line whose arch is not above the architecture the kernels were
-// compiled for. sm_90 was tuned on an H200 (docs/cuda-merge.md); sm_80 and
-// sm_100 start from the same shape until measured on their own hardware.
+// compiled for. sm_90 was tuned on an H100 and an H200 (the best shapes differ
+// a little between the two; this one beats CUB on both, docs/cuda-merge.md);
+// sm_80 and sm_100 start from the same shape until measured on their own
+// hardware.
 struct merge_line {
   int arch;
   int nt;
@@ -53,9 +55,9 @@ struct merge_line {
 };
 
 inline constexpr merge_line merge[] = {
-    {100, 256, 23, 9},
-    {90, 256, 23, 9},
-    {80, 256, 23, 9},
+    {100, 512, 19, 9},
+    {90, 512, 19, 9},
+    {80, 512, 19, 9},
 };
 
 }  // namespace tuning
