@@ -18,7 +18,7 @@ namespace libmerge {
 // Merges sorted [a_first, a_last) and [b_first, b_last) into out. Stable: of
 // equal keys, those from A come first, each input keeping its order. Returns the
 // end of the output.
-template <class Policy, class AIt, class BIt, class OutIt, class Comp = less<>>
+template <class Policy, class AIt, class BIt, class OutIt, class Comp = less<>, class = detail::require_policy<Policy>>
 OutIt merge(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last, OutIt out,
             Comp comp = Comp()) {
   const index_t na = detail::checked_length(a_first, a_last, "merge", "a_first", "a_last");
@@ -33,7 +33,7 @@ OutIt merge(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_la
 // merge of keys with values moving alongside; the same stability guarantee.
 // Returns the ends of the key and value outputs.
 template <class Policy, class AKeyIt, class BKeyIt, class AValIt, class BValIt, class KeyOutIt,
-          class ValOutIt, class Comp = less<>>
+          class ValOutIt, class Comp = less<>, class = detail::require_policy<Policy>>
 std::pair<KeyOutIt, ValOutIt> merge_by_key(const Policy& policy, AKeyIt a_keys_first,
                                            AKeyIt a_keys_last, BKeyIt b_keys_first,
                                            BKeyIt b_keys_last, AValIt a_vals_first,

@@ -16,7 +16,7 @@
 
 namespace libmerge {
 
-template <class Policy, class KeyIt, class Comp = less<>>
+template <class Policy, class KeyIt, class Comp = less<>, class = detail::require_policy<Policy>>
 void merge_sort(const Policy& policy, KeyIt first, KeyIt last, Comp comp = Comp()) {
   const index_t n = detail::checked_length(first, last, "merge_sort", "first", "last");
   if (n < 2) return;
@@ -26,7 +26,7 @@ void merge_sort(const Policy& policy, KeyIt first, KeyIt last, Comp comp = Comp(
 }
 
 // Sorts keys and applies the same permutation to values_first[0, n).
-template <class Policy, class KeyIt, class ValIt, class Comp = less<>>
+template <class Policy, class KeyIt, class ValIt, class Comp = less<>, class = detail::require_policy<Policy>>
 void merge_sort_by_key(const Policy& policy, KeyIt keys_first, KeyIt keys_last, ValIt values_first,
                        Comp comp = Comp()) {
   const index_t n =
@@ -39,7 +39,7 @@ void merge_sort_by_key(const Policy& policy, KeyIt keys_first, KeyIt keys_last, 
 
 // Sorts keys; indices_first[i] receives the original position of the i-th
 // sorted key. The index type must hold n - 1.
-template <class Policy, class KeyIt, class IndexIt, class Comp = less<>>
+template <class Policy, class KeyIt, class IndexIt, class Comp = less<>, class = detail::require_policy<Policy>>
 void merge_sort_indices(const Policy& policy, KeyIt keys_first, KeyIt keys_last,
                         IndexIt indices_first, Comp comp = Comp()) {
   const index_t n =

@@ -37,7 +37,7 @@ void check_search_output(index_t other_length, const char* out_name) {
 // a side whose type reports no matches). An output whose type is none is never
 // touched and may be nullptr.
 template <bounds Bounds, search_type TypeA, search_type TypeB, class Policy, class AIt, class BIt,
-          class AOut, class BOut, class Comp = less<>>
+          class AOut, class BOut, class Comp = less<>, class = detail::require_policy<Policy>>
 match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last,
                            AOut a_out, BOut b_out, Comp comp = Comp()) {
   const index_t na = detail::checked_length(a_first, a_last, "sorted_search", "a_first", "a_last");
@@ -52,7 +52,7 @@ match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_
 
 // The common form: each A gets its bound into B (search_type::index), B gets
 // nothing. Returns the end of a_out.
-template <bounds Bounds, class Policy, class AIt, class BIt, class AOut, class Comp = less<>>
+template <bounds Bounds, class Policy, class AIt, class BIt, class AOut, class Comp = less<>, class = detail::require_policy<Policy>>
 AOut sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last, AOut a_out,
                    Comp comp = Comp()) {
   sorted_search<Bounds, search_type::index, search_type::none>(policy, a_first, a_last, b_first,
@@ -62,7 +62,7 @@ AOut sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, B
 
 // For each element of A, how many elements of B are equal to it (the width of
 // its equal range in B). The count type must hold |B|.
-template <class Policy, class AIt, class BIt, class CountsOut, class Comp = less<>>
+template <class Policy, class AIt, class BIt, class CountsOut, class Comp = less<>, class = detail::require_policy<Policy>>
 CountsOut sorted_equality_count(const Policy& policy, AIt a_first, AIt a_last, BIt b_first,
                                 BIt b_last, CountsOut counts_out, Comp comp = Comp()) {
   const index_t na =

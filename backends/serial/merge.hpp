@@ -3,41 +3,68 @@
 // tests that compare the two can catch a bug in either.
 #pragma once
 
+#include <iterator>
+#include <type_traits>
+#include <utility>
+
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
 
 namespace libmerge::detail::serial {
 
+// A merge's key type is A's (and its value type A's values'), as in CUB and
+// Thrust: B's elements are compared and written as that type. The same value
+// comes back by reference when no conversion is needed.
+template <class T, class X>
+decltype(auto) as_type(X&& x) {
+  if constexpr (std::is_same_v<std::decay_t<X>, T>) {
+    return std::forward<X>(x);
+  } else {
+    return static_cast<T>(std::forward<X>(x));
+  }
+}
+
 // Merges a[0, na) and b[0, nb) into out; on ties A comes first (stable).
-// Values, when present, move with their keys. Outputs are written as *out,
-// ++out: g++ 12 at -O3 takes the indexed form for a write past the end of a
-// small output (-Wstringop-overflow).
-template <class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut, class Comp>
+// Values, when present, move with their keys. Move: the inputs are scratch
+// buffers (merge sort passes) whose elements may be moved from. Outputs are
+// written as *out, ++out: g++ 12 at -O3 takes the indexed form for a write
+// past the end of a small output (-Wstringop-overflow).
+template <bool Move = false, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut,
+          class Comp>
 void merge_into(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals, KeysOut out,
                 ValsOut vals_out, Comp& comp) {
   constexpr bool with_values = has_values<AVals>;
+  using K = typename std::iterator_traits<AKeys>::value_type;
+  auto pass = [](auto&& x) -> decltype(auto) {
+    if constexpr (Move) {
+      return std::move(x);
+    } else {
+      return std::forward<decltype(x)>(x);
+    }
+  };
   index_t i = 0, j = 0;
   auto take_a = [&] {
-    *out = a[i];
+    *out = pass(a[i]);
     ++out;
     if constexpr (with_values) {
-      *vals_out = a_vals[i];
+      *vals_out = pass(a_vals[i]);
       ++vals_out;
     }
     ++i;
   };
   auto take_b = [&] {
-    *out = b[j];
+    *out = as_type<K>(pass(b[j]));
     ++out;
     if constexpr (with_values) {
-      *vals_out = b_vals[j];
+      using V = typename std::iterator_traits<AVals>::value_type;
+      *vals_out = as_type<V>(pass(b_vals[j]));
       ++vals_out;
     }
     ++j;
   };
   while (i < na && j < nb) {
     // Take B only when it is strictly smaller: equal keys keep A first.
-    if (comp(b[j], a[i])) {
+    if (comp(as_type<K>(b[j]), a[i])) {
       take_b();
     } else {
       take_a();

@@ -1,12 +1,14 @@
 // Serial reference merge sort: insertion sort of short runs, then bottom-up
 // passes of the serial merge, ping-ponging between two scratch buffers.
 // All work happens in the scratch buffers; the caller's range is written only
-// at the end, so an exception (allocation, a throwing comparator) leaves it as
-// it was.
+// at the end, so an exception from an allocation or the comparator leaves it
+// as it was. (An exception from assigning a key or value itself, during that
+// final write, can leave it partly written.)
 #pragma once
 
 #include <algorithm>
 #include <iterator>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -40,6 +42,11 @@ void insertion_sort(K* keys, V* vals, index_t lo, index_t hi, Comp& comp) {
   }
 }
 
+// Scratch buffers hold keys and values as this type: std::vector<bool> packs
+// bits and has no data(), so bools are kept as bytes.
+template <class T>
+using scratch_t = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;
+
 // Sorts keys[0, n) stably, values alongside. vals_in is read once, vals_out
 // written once: merge_sort_by_key passes the same iterator for both,
 // merge_sort_indices passes counting_values and the index output.
@@ -49,21 +56,23 @@ void merge_sort(KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp& 
   using K = typename std::iterator_traits<KeysIt>::value_type;
   using V = typename std::conditional_t<with_values, std::iterator_traits<ValsOut>,
                                         std::iterator_traits<char*>>::value_type;
+  using SK = scratch_t<K>;
+  using SV = scratch_t<V>;
 
   // Element by element rather than vector(first, last): g++ 12 warns
   // (-Wnonnull) on the range constructor when it can see a null empty range.
-  std::vector<K> src;
-  std::vector<V> vsrc;
+  std::vector<SK> src;
+  std::vector<SV> vsrc;
   src.reserve(static_cast<std::size_t>(n));
-  for (index_t i = 0; i < n; ++i) src.push_back(keys[i]);
+  for (index_t i = 0; i < n; ++i) src.push_back(static_cast<SK>(keys[i]));
   if constexpr (with_values) {
     vsrc.reserve(static_cast<std::size_t>(n));
-    for (index_t i = 0; i < n; ++i) vsrc.push_back(vals_in[i]);
+    for (index_t i = 0; i < n; ++i) vsrc.push_back(static_cast<SV>(vals_in[i]));
   }
   // The second buffers' contents are overwritten; copying sizes them without
   // needing a default constructor.
-  std::vector<K> dst(src);
-  std::vector<V> vdst(vsrc);
+  std::vector<SK> dst(src);
+  std::vector<SV> vdst(vsrc);
 
   for (index_t lo = 0; lo < n; lo += insertion_run) {
     insertion_sort<with_values>(src.data(), vsrc.data(), lo, std::min(n, lo + insertion_run), comp);
@@ -74,20 +83,20 @@ void merge_sort(KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp& 
       const index_t mid = std::min(n, lo + width);
       const index_t hi = std::min(n, lo + 2 * width);
       if constexpr (with_values) {
-        merge_into(src.data() + lo, mid - lo, src.data() + mid, hi - mid, vsrc.data() + lo,
-                   vsrc.data() + mid, dst.data() + lo, vdst.data() + lo, comp);
+        merge_into<true>(src.data() + lo, mid - lo, src.data() + mid, hi - mid, vsrc.data() + lo,
+                         vsrc.data() + mid, dst.data() + lo, vdst.data() + lo, comp);
       } else {
-        merge_into(src.data() + lo, mid - lo, src.data() + mid, hi - mid, no_values{}, no_values{},
-                   dst.data() + lo, no_values{}, comp);
+        merge_into<true>(src.data() + lo, mid - lo, src.data() + mid, hi - mid, no_values{}, no_values{},
+                         dst.data() + lo, no_values{}, comp);
       }
     }
     src.swap(dst);
     vsrc.swap(vdst);
   }
 
-  for (index_t i = 0; i < n; ++i) keys[i] = std::move(src[static_cast<std::size_t>(i)]);
+  for (index_t i = 0; i < n; ++i) keys[i] = static_cast<K>(std::move(src[static_cast<std::size_t>(i)]));
   if constexpr (with_values) {
-    for (index_t i = 0; i < n; ++i) vals_out[i] = std::move(vsrc[static_cast<std::size_t>(i)]);
+    for (index_t i = 0; i < n; ++i) vals_out[i] = static_cast<V>(std::move(vsrc[static_cast<std::size_t>(i)]));
   }
 }
 

@@ -43,7 +43,9 @@ inline constexpr bool has_values = !std::is_same_v<std::decay_t<It>, no_values>;
 template <class Algorithm, class Backend>
 struct backend_impl {
   static constexpr bool available = false;
-  template <class... Args>
+  // auto... also swallows explicit template arguments (sorted_search passes
+  // its bounds and search types), so the message below is what users see.
+  template <auto..., class... Args>
   static void run(Args&&...) {
     static_assert(always_false<Args...>,
                   "libmerge: this algorithm is not implemented for the backend the policy selects");
@@ -57,13 +59,26 @@ struct has_backend_tag<T, std::void_t<typename T::backend_tag>> : std::true_type
 
 // Maps a policy onto one of libmerge's own. Our policies map to themselves;
 // backends add specializations for foreign policies (Thrust's CUDA policies).
+// For anything else is_policy is false, which takes the algorithms out of
+// overload resolution: an unqualified merge(first, last, ...) that finds
+// lm::merge through a libmerge comparator is not ambiguous with std::merge.
 template <class Policy, class = void>
 struct policy_adapter {
-  static_assert(has_backend_tag<Policy>::value,
-                "libmerge: the first argument must be an execution policy "
-                "(lm::serial, lm::cuda::par, or a Thrust CUDA policy such as thrust::device)");
+  static constexpr bool is_policy = false;
+};
+
+template <class Policy>
+struct policy_adapter<Policy, std::enable_if_t<has_backend_tag<Policy>::value>> {
+  static constexpr bool is_policy = true;
   static const Policy& adapt(const Policy& p) { return p; }
 };
+
+template <class Policy>
+inline constexpr bool is_execution_policy = policy_adapter<std::decay_t<Policy>>::is_policy;
+
+// A defaulted template parameter of every algorithm: only policies match.
+template <class Policy>
+using require_policy = std::enable_if_t<is_execution_policy<Policy>>;
 
 template <class Policy>
 decltype(auto) resolve_policy(const Policy& p) {

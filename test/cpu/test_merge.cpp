@@ -14,6 +14,9 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <random>
+#include <algorithm>
+#include <functional>
 #include <type_traits>
 #include <vector>
 
@@ -202,4 +205,47 @@ BOOST_AUTO_TEST_CASE(custom_lambda_comparator) {
       check_merge_pair(a, b, by_eighth);
     }
   }
+}
+
+// A merge's key type is A's: B's keys are converted to it before they are
+// compared and written (as CUB and Thrust do), so the result is std::merge of
+// A and the converted B. Here B's doubles truncate onto A's ints, making ties
+// across the inputs that must keep A first; values follow the same rule.
+BOOST_AUTO_TEST_CASE(keys_of_b_are_converted_to_the_key_type_of_a) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<int> a(static_cast<std::size_t>(rng() % 300));
+    std::vector<double> b(static_cast<std::size_t>(rng() % 300));
+    for (auto& x : a) x = static_cast<int>(rng() % 50) - 25;
+    for (auto& x : b) x = static_cast<double>(static_cast<int>(rng() % 100) - 50) / 2.0;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end(), [](double x, double y) { return static_cast<int>(x) < static_cast<int>(y); });
+    std::vector<long long> av(a.size()), bv(b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) av[i] = static_cast<long long>(i);
+    for (std::size_t i = 0; i < b.size(); ++i) bv[i] = 1000 + static_cast<long long>(i);
+    const std::vector<int> b_as_int(b.begin(), b.end());
+    const auto expected = test_support::reference_merge_by_key(a, b_as_int, av, bv, lm::less<>{});
+
+    std::vector<int> keys(a.size() + b.size());
+    std::vector<long long> vals(keys.size());
+    lm::merge_by_key(lm::serial, a.begin(), a.end(), b.begin(), b.end(), av.begin(), bv.begin(), keys.begin(),
+                     vals.begin());
+    check_same(keys, expected.first, "int A, double B: keys");
+    check_same(vals, expected.second, "int A, double B: values");
+    std::vector<int> only_keys(keys.size());
+    lm::merge(lm::serial, a.begin(), a.end(), b.begin(), b.end(), only_keys.begin());
+    check_same(only_keys, expected.first, "int A, double B: merge");
+  }
+}
+
+// The algorithms take part in overload resolution only with an execution
+// policy first: an unqualified merge that also finds lm::merge through a
+// libmerge comparator (argument-dependent lookup) still means std::merge.
+BOOST_AUTO_TEST_CASE(unqualified_std_merge_with_a_libmerge_comparator) {
+  const std::vector<int> a = {9, 5, 1}, b = {8, 5, 2};
+  std::vector<int> out(6), expected(6);
+  using std::merge;
+  merge(a.begin(), a.end(), b.begin(), b.end(), out.begin(), lm::greater<>());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), expected.begin(), std::greater<>());
+  check_same(out, expected, "unqualified merge with lm::greater<>");
 }

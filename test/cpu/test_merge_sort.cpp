@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -295,5 +296,31 @@ BOOST_AUTO_TEST_CASE(string_keys_and_values) {
       check_same(vals, expected_vals, "merge_sort_by_key std::string values");
       BOOST_TEST(std::is_sorted(ikeys.begin(), ikeys.end()));
     }
+  }
+}
+
+// bool keys and values: scratch buffers must not be std::vector<bool>.
+BOOST_AUTO_TEST_CASE(bool_keys_and_values) {
+  std::mt19937_64 rng(11);
+  for (std::int64_t n : {0, 1, 2, 17, 1000, 4097}) {
+    std::vector<int> keys(static_cast<std::size_t>(n));
+    std::deque<bool> flags(keys.size());
+    std::unique_ptr<bool[]> bkeys(new bool[keys.size() + 1]);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      keys[i] = static_cast<int>(rng() % 7);
+      flags[i] = (rng() & 1) != 0;
+      bkeys[i] = (rng() & 1) != 0;
+    }
+    // by key, bool values: the reference permutation applied to the flags
+    const auto perm = test_support::reference_permutation(keys, lm::less<>{});
+    std::vector<bool> expected_flags;
+    for (auto p : perm) expected_flags.push_back(flags[static_cast<std::size_t>(p)]);
+    lm::merge_sort_by_key(lm::serial, keys.begin(), keys.end(), flags.begin());
+    BOOST_TEST(std::equal(flags.begin(), flags.end(), expected_flags.begin(), expected_flags.end()));
+    // bool keys
+    std::vector<bool> expected_keys(bkeys.get(), bkeys.get() + n);
+    std::stable_sort(expected_keys.begin(), expected_keys.end());
+    lm::merge_sort(lm::serial, bkeys.get(), bkeys.get() + n);
+    BOOST_TEST(std::equal(bkeys.get(), bkeys.get() + n, expected_keys.begin(), expected_keys.end()));
   }
 }
