@@ -58,6 +58,8 @@ inline constexpr merge_line merge[] = {
     {100, 512, 19, 9},
     {90, 512, 19, 9},
     {80, 512, 19, 9},
+    // Older GPUs (sm_75 and before): a smaller, conservative shape, untuned.
+    {0, 256, 15, 7},
 };
 
 }  // namespace tuning

@@ -26,15 +26,15 @@ class cuda_error : public std::runtime_error {
 
 namespace detail {
 
+// Throws for a failed call. The error is first taken off the thread's
+// last-error slot (cudaGetLastError), so it is neither reported again by a
+// later check nor left for the caller's next CUDA call to trip over; sticky
+// errors (a fault inside a kernel) stay, as they must.
 inline void check_cuda(cudaError_t code, const char* algorithm, const char* what) {
-  if (code != cudaSuccess) throw cuda_error(code, algorithm, what);
-}
-
-// After a launch: configuration errors show up at once through cudaGetLastError;
-// faults inside the kernel surface at the next synchronizing call, as with any
-// asynchronous CUDA work.
-inline void check_launch(const char* algorithm, const char* kernel) {
-  check_cuda(cudaGetLastError(), algorithm, std::string("launch of ").append(kernel).c_str());
+  if (code != cudaSuccess) {
+    cudaGetLastError();
+    throw cuda_error(code, algorithm, what);
+  }
 }
 
 }  // namespace detail

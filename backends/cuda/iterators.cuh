@@ -19,23 +19,37 @@
 
 namespace libmerge::detail::cuda_backend {
 
-inline void check_device_accessible(const void* p, const device_info& dev, const char* algorithm,
-                                    const char* name) {
-  if (p == nullptr) {
-    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + name + " is a null pointer");
-  }
+// The pointer a kernel on the current device may use for `p`, or an
+// std::invalid_argument naming the argument when there is none: host memory
+// the device cannot reach, or memory of another device (peer access is not
+// something a call can rely on). Mapped pinned host memory comes back as its
+// device alias.
+template <class T>
+T* device_pointer(T* p, const device_info& dev, const char* algorithm, const char* name) {
+  const std::string where = std::string("libmerge::") + algorithm + ": " + name;
+  if (p == nullptr) throw std::invalid_argument(where + " is a null pointer");
   cudaPointerAttributes attr{};
   check_cuda(cudaPointerGetAttributes(&attr, p), algorithm,
              (std::string("cudaPointerGetAttributes(") + name + ")").c_str());
-  const bool reachable = attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ||
-                         (attr.type == cudaMemoryTypeHost && attr.devicePointer != nullptr) ||
-                         (attr.type == cudaMemoryTypeUnregistered && dev.pageable_access);
-  if (!reachable) {
-    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + name +
-                                " points to host memory the GPU cannot access; the CUDA backend needs "
-                                "device memory (cudaMalloc, thrust::device_vector), managed or mapped "
-                                "host memory");
+  switch (attr.type) {
+    case cudaMemoryTypeManaged:
+      return p;
+    case cudaMemoryTypeDevice:
+      if (attr.device != dev.device) {
+        throw std::invalid_argument(where + " points to memory of device " + std::to_string(attr.device) +
+                                    ", but the call runs on device " + std::to_string(dev.device));
+      }
+      return p;
+    case cudaMemoryTypeHost:
+      if (attr.devicePointer != nullptr) return static_cast<T*>(attr.devicePointer);
+      break;
+    case cudaMemoryTypeUnregistered:
+      if (dev.pageable_access) return p;
+      break;
   }
+  throw std::invalid_argument(where +
+                              " points to host memory the GPU cannot access; the CUDA backend needs device memory "
+                              "(cudaMalloc, thrust::device_vector), managed or mapped host memory");
 }
 
 // The iterator a kernel receives for a user's iterator over `length`
@@ -48,7 +62,7 @@ auto to_device(It it, index_t length, const device_info& dev, const char* algori
   } else {
     auto raw = thrust::try_unwrap_contiguous_iterator(it);
     if constexpr (std::is_pointer_v<decltype(raw)>) {
-      if (length > 0) check_device_accessible(raw, dev, algorithm, name);
+      if (length > 0) raw = device_pointer(raw, dev, algorithm, name);
     }
     return raw;
   }

@@ -34,7 +34,8 @@ constexpr int line_for(int arch) {
 
 // Calls f(launch_box<nt, vt>{}) with the box for this call. Table is a type
 // whose static member `lines` is a tuning table (policies/launch_box.hpp) and
-// whose static vt(line) gives the values per thread for this call's types.
+// whose static nt(line) and vt(line) give the threads and values per thread
+// for this call's types.
 template <class Table, class Box, class F>
 void with_launch_box(const device_info& dev, const char* algorithm, F&& f) {
   if constexpr (!std::is_same_v<Box, tuned_launch_box>) {
@@ -44,7 +45,7 @@ void with_launch_box(const device_info& dev, const char* algorithm, F&& f) {
     const int chosen = line_for<Table>(dev.arch);
     auto try_line = [&](auto index) {
       constexpr auto line = Table::lines[decltype(index)::value];
-      if (static_cast<int>(decltype(index)::value) == chosen) f(launch_box<line.nt, Table::vt(line)>{});
+      if (static_cast<int>(decltype(index)::value) == chosen) f(launch_box<Table::nt(line), Table::vt(line)>{});
     };
     for_each_index(try_line, std::make_index_sequence<n>{});
     if (chosen < 0) {

@@ -23,9 +23,6 @@
 
 namespace libmerge::detail::cuda_backend {
 
-template <class It>
-using value_of = std::remove_cv_t<typename std::iterator_traits<std::decay_t<It>>::value_type>;
-
 // The value type moved by a merge; keys-only merges move none (char stands in
 // and occupies no shared memory).
 template <class ValIt>
@@ -43,11 +40,31 @@ struct merge_layout {
   static constexpr std::size_t bytes = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
 };
 
+// The most threads one SM holds on the architecture of this compilation pass
+// (0 on the host pass and for architectures not listed).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || \
+                               __CUDA_ARCH__ == 1030)
+inline constexpr int sm_max_threads = 2048;
+#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890 || \
+                                 __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210)
+inline constexpr int sm_max_threads = 1536;
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
+inline constexpr int sm_max_threads = 1024;
+#else
+inline constexpr int sm_max_threads = 0;
+#endif
+
 // Registers decide how many CTAs share a multiprocessor, and the merge is
-// bound by how many loads are in flight: ask for a full SM, 2048 threads, which
-// leaves 32 registers a thread (no SM of sm_80 to sm_100 holds more than 32 CTAs).
-template <class Box>
-inline constexpr int min_ctas_per_sm = Box::nt >= 2048 ? 1 : (2048 / Box::nt > 32 ? 32 : 2048 / Box::nt);
+// bound by how many loads are in flight: ask for a full SM (on sm_80/90/100,
+// 2048 threads, which leaves 32 registers a thread). Elements above 16 bytes
+// would spill at that limit, and unknown architectures get no limit at all.
+// (16 CTAs fit every SM listed; 32 those that hold 2048 threads.)
+template <class Box, std::size_t ElementBytes>
+inline constexpr int min_ctas_per_sm = [] {
+  if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
+  const int cap = sm_max_threads == 2048 ? 32 : 16;
+  return sm_max_threads / Box::nt < cap ? sm_max_threads / Box::nt : cap;
+}();
 
 // One CTA per tile of nv outputs: load the tile's ranges of A and B, merge them
 // in shared memory, write the tile.
@@ -106,8 +123,14 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
   }
 }
 
+// Bytes a merge moves per element: a key, and a value for merge_by_key.
+template <class Geometry>
+inline constexpr std::size_t element_bytes =
+    sizeof(typename Geometry::key_type) +
+    (has_values<decltype(Geometry::a_vals)> ? sizeof(merge_value_t<decltype(Geometry::a_vals)>) : 0);
+
 template <class Box, class Geometry, class KeysOut, class ValsOut, class Comp>
-__global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box>)
+__global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Geometry>>)
     merge_kernel(Geometry g, const index_t* mp, KeysOut keys_out, ValsOut vals_out, Comp comp) {
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_prerequisite_grid();  // the partitions are complete from here on
@@ -160,24 +183,45 @@ void launch_merge(const Policy& policy, const device_info& dev, const Geometry& 
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
   index_t* mp = temp.template as<index_t>();
 
-  launch_partitions<bounds::lower>(g, Box::nv, num_tiles, mp, comp, stream, algorithm);
-  launch_after_partitions(kernel, static_cast<unsigned>(num_tiles), Box::nt, smem, stream, dev, algorithm,
-                          "merge_kernel", g, static_cast<const index_t*>(mp), keys_out, vals_out, comp);
+  launch_partitions<bounds::lower>(g, Box::nv, num_tiles, mp, comp, stream, dev, algorithm);
+  launch(kernel, num_tiles, Box::nt, smem, stream, true, dev, algorithm, "merge_kernel", g,
+         static_cast<const index_t*>(mp), keys_out, vals_out, comp);
+  if (policy.synchronizes()) {
+    check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
+  }
   print_plan<Box>(dev, algorithm, std::is_same_v<typename Policy::box_type, tuned_launch_box>, num_tiles,
                   temp_bytes, smem);
 }
+
+template <class V>
+inline constexpr std::size_t value_tile_bytes = sizeof(V) + sizeof(tile_offset);
+template <>
+inline constexpr std::size_t value_tile_bytes<void> = 0;
 
 // The merge tuning table, for keys of type K and values of type V (void for
 // keys-only merges).
 template <class K, class V>
 struct merge_table {
   static constexpr const auto& lines = tuning::merge;
+  // Shared memory per element of a tile: the key, and for merge_by_key the
+  // value and its source offset.
+  static constexpr std::size_t tile_bytes = sizeof(K) + value_tile_bytes<V>;
+
   static constexpr int vt(const tuning::merge_line& line) {
     if constexpr (std::is_void_v<V>) {
       return tuning::scale_vt(line.vt_keys, 4, sizeof(K));
     } else {
       return tuning::scale_vt(line.vt_pairs, 8, sizeof(K) + sizeof(V));
     }
+  }
+  // Elements so large that even one a thread would overflow about 48 KB of
+  // shared memory get fewer threads too (down to one warp).
+  static constexpr int nt(const tuning::merge_line& line) {
+    int nt = line.nt;
+    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt(line)) * tile_bytes > 48 * 1024) {
+      nt /= 2;
+    }
+    return nt;
   }
 };
 
@@ -187,7 +231,7 @@ template <class K, class V>
 long long tuned_merge_tile(const char* algorithm) {
   using table = merge_table<K, V>;
   const int line = line_for<table>(current_device(algorithm).arch);
-  return line < 0 ? 0 : static_cast<long long>(table::lines[line].nt) * table::vt(table::lines[line]);
+  return line < 0 ? 0 : static_cast<long long>(table::nt(table::lines[line])) * table::vt(table::lines[line]);
 }
 
 template <class Policy, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut,

@@ -12,6 +12,8 @@
 
 #include <cstddef>
 #include <string>
+#include <iterator>
+#include <type_traits>
 #include <utility>
 
 #include "../../libmerge/detail/config.hpp"
@@ -28,9 +30,21 @@ struct merge_problem {
   index_t a_begin, na, b_begin, nb, diag_begin;
 };
 
+template <class It>
+using value_of = std::remove_cv_t<typename std::iterator_traits<std::decay_t<It>>::value_type>;
+
+// Reads keys as the merge's key type K (A's value type, as in CUB and Thrust),
+// so that the partitions compare exactly what the tiles compare.
+template <class K, class It>
+struct keys_as {
+  It it;
+  LIBMERGE_HOST_DEVICE K operator[](index_t i) const { return static_cast<K>(it[i]); }
+};
+
 // The geometry of merge and merge_by_key: a single problem.
 template <class AKeys, class BKeys, class AVals, class BVals>
 struct single_merge {
+  using key_type = value_of<AKeys>;
   AKeys a_keys;
   BKeys b_keys;
   AVals a_vals;
@@ -63,32 +77,25 @@ __global__ void partition_kernel(Geometry g, index_t nv, index_t num_partitions,
   if (p >= num_partitions) return;
   const index_t diag = p * nv < g.size() ? p * nv : g.size();
   const merge_problem q = g.problem_at(diag);
-  mp[p] = merge_path<Bounds, index_t>(g.a_keys + q.a_begin, q.na, g.b_keys + q.b_begin, q.nb,
+  using K = typename Geometry::key_type;
+  mp[p] = merge_path<Bounds, index_t>(keys_as<K, decltype(g.a_keys)>{g.a_keys + q.a_begin}, q.na,
+                                      keys_as<K, decltype(g.b_keys)>{g.b_keys + q.b_begin}, q.nb,
                                       diag - q.diag_begin, comp);
 }
 
-// Fills mp[0, num_tiles] for tiles of nv elements.
-template <bounds Bounds, class Geometry, class Comp>
-void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t* mp, Comp comp,
-                       cudaStream_t stream, const char* algorithm) {
-  constexpr int nt = 128;
-  const index_t num_partitions = num_tiles + 1;
-  const auto blocks = static_cast<unsigned>((num_partitions + nt - 1) / nt);
-  partition_kernel<Bounds><<<blocks, nt, 0, stream>>>(g, nv, num_partitions, mp, comp);
-  check_launch(algorithm, "partition_kernel");
-}
-
-// Launches a kernel that reads the partitions just computed on `stream`. When
-// the kernels were compiled for sm_90+ it is a programmatic dependent launch:
-// its CTAs may be scheduled while the partition kernel runs and wait in
+// Launches `kernel` on `stream`; launch errors come back from
+// cudaLaunchKernelEx itself, so no check reads the thread's last-error slot
+// (where an earlier, unrelated failure may still sit). With `after_partitions`
+// and kernels compiled for sm_90+, a programmatic dependent launch: its CTAs
+// may be scheduled while the partition kernel before it runs, and wait in
 // wait_for_prerequisite_grid(). (The compiled architecture decides, not the
 // device's: code built for sm_80 has no griddepcontrol instructions to wait.)
 template <class... Params, class... Args>
-void launch_after_partitions(void (*kernel)(Params...), unsigned grid, int nt, std::size_t smem,
-                             cudaStream_t stream, const device_info& dev, const char* algorithm,
-                             const char* kernel_name, Args&&... args) {
+void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream,
+            bool after_partitions, const device_info& dev, const char* algorithm, const char* kernel_name,
+            Args&&... args) {
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
+  config.gridDim = dim3(static_cast<unsigned>(grid));
   config.blockDim = dim3(static_cast<unsigned>(nt));
   config.dynamicSmemBytes = smem;
   config.stream = stream;
@@ -96,10 +103,19 @@ void launch_after_partitions(void (*kernel)(Params...), unsigned grid, int nt, s
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
-  config.numAttrs = dev.arch >= 90 ? 1 : 0;
+  config.numAttrs = after_partitions && dev.arch >= 90 ? 1 : 0;
   check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), algorithm,
              (std::string("launch of ") + kernel_name).c_str());
-  check_launch(algorithm, kernel_name);
+}
+
+// Fills mp[0, num_tiles] for tiles of nv elements.
+template <bounds Bounds, class Geometry, class Comp>
+void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t* mp, Comp comp,
+                       cudaStream_t stream, const device_info& dev, const char* algorithm) {
+  constexpr int nt = 128;
+  const index_t num_partitions = num_tiles + 1;
+  launch(partition_kernel<Bounds, Geometry, Comp>, (num_partitions + nt - 1) / nt, nt, 0, stream, false, dev,
+         algorithm, "partition_kernel", g, nv, num_partitions, mp, comp);
 }
 
 // A tile's input ranges, from the partitions at its two ends.

@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE cuda_errors
 #include <boost/test/included/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <new>
 #include <stdexcept>
@@ -150,7 +151,27 @@ BOOST_AUTO_TEST_CASE(cuda_errors_carry_code_and_algorithm) {
     (void)base;
   }
   BOOST_CHECK(thrown);
-  cudaGetLastError();
+  // The failure is not left behind for the next CUDA call: a retry works.
+  BOOST_CHECK_EQUAL(cudaGetLastError(), cudaSuccess);
   BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
   check_same(to_host(out), std::vector<int>(2000, -1), "output untouched");
+  lm::merge(lm::cuda::par, a.begin(), a.end(), b.begin(), b.end(), out.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<int> expected(1000, 1);
+  expected.resize(2000, 2);
+  check_same(to_host(out), expected, "retry after the failed allocation");
+}
+
+// Host memory registered with cudaHostRegister is reachable: the kernel gets
+// its device alias.
+BOOST_AUTO_TEST_CASE(registered_host_memory_is_accepted) {
+  std::vector<int> ha = iota_vector(4000, 2), hb = iota_vector(3000, 3), hout(7000, -1), expected(7000);
+  std::merge(ha.begin(), ha.end(), hb.begin(), hb.end(), expected.begin());
+  for (auto* v : {&ha, &hb, &hout}) {
+    BOOST_REQUIRE_EQUAL(cudaHostRegister(v->data(), v->size() * sizeof(int), cudaHostRegisterMapped), cudaSuccess);
+  }
+  lm::merge(lm::cuda::par, ha.data(), ha.data() + ha.size(), hb.data(), hb.data() + hb.size(), hout.data());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  for (auto* v : {&ha, &hb, &hout}) cudaHostUnregister(v->data());
+  check_same(hout, expected, "registered host memory");
 }
