@@ -23,12 +23,6 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// The value type moved by a merge; keys-only merges move none (char stands in
-// and occupies no shared memory).
-template <class ValIt>
-using merge_value_t = typename std::conditional_t<has_values<ValIt>, std::iterator_traits<std::decay_t<ValIt>>,
-                                                  std::iterator_traits<char*>>::value_type;
-
 // Shared memory of a merge tile: its keys (A's range, then B's) and, for
 // merge_by_key, its values and for each output position the tile offset of its
 // source.
@@ -71,9 +65,9 @@ inline constexpr int min_ctas_per_sm = [] {
 template <class Box, bool Full, class Geometry, class KeysOut, class ValsOut, class Comp>
 __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& r, index_t out0, unsigned char* smem,
                                            KeysOut keys_out, ValsOut vals_out, Comp& comp) {
-  using K = value_of<decltype(g.a_keys)>;
-  using V = merge_value_t<decltype(g.a_vals)>;
-  constexpr bool with_values = has_values<decltype(g.a_vals)>;
+  using K = typename Geometry::key_type;
+  using V = typename Geometry::value_type;
+  constexpr bool with_values = Geometry::with_values;
   using layout = merge_layout<K, V, with_values, Box::nv>;
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
 
@@ -126,8 +120,7 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
 // Bytes a merge moves per element: a key, and a value for merge_by_key.
 template <class Geometry>
 inline constexpr std::size_t element_bytes =
-    sizeof(typename Geometry::key_type) +
-    (has_values<decltype(Geometry::a_vals)> ? sizeof(merge_value_t<decltype(Geometry::a_vals)>) : 0);
+    sizeof(typename Geometry::key_type) + (Geometry::with_values ? sizeof(typename Geometry::value_type) : 0);
 
 template <class Box, class Geometry, class KeysOut, class ValsOut, class Comp>
 __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Geometry>>)
@@ -164,10 +157,9 @@ void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& 
 template <class Box, class Policy, class Geometry, class KeysOut, class ValsOut, class Comp>
 void launch_merge(const Policy& policy, const device_info& dev, const Geometry& g, KeysOut keys_out,
                   ValsOut vals_out, Comp comp, const char* algorithm) {
-  using K = value_of<decltype(g.a_keys)>;
-  using V = merge_value_t<decltype(g.a_vals)>;
-  constexpr bool with_values = has_values<decltype(g.a_vals)>;
-  const std::size_t smem = merge_layout<K, V, with_values, Box::nv>::bytes;
+  using layout = merge_layout<typename Geometry::key_type, typename Geometry::value_type, Geometry::with_values,
+                              Box::nv>;
+  const std::size_t smem = layout::bytes;
 
   // Everything that can refuse the call does so before anything is launched.
   const index_t num_tiles = (g.size() + Box::nv - 1) / Box::nv;
@@ -240,13 +232,6 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
            KeysOut keys_out, ValsOut vals_out, Comp comp) {
   constexpr bool with_values = has_values<AVals>;
   const char* algorithm = with_values ? "merge_by_key" : "merge";
-  using K = value_of<AKeys>;
-  using V = merge_value_t<AVals>;
-  static_assert(std::is_trivially_copyable_v<K> && std::is_default_constructible_v<K>,
-                "libmerge (CUDA backend): keys must be trivially copyable and default-constructible");
-  static_assert(!with_values || (std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V>),
-                "libmerge (CUDA backend): values must be trivially copyable and default-constructible");
-
   const device_info& dev = current_device(algorithm);
   // Names as the caller wrote them, so an error points at the right argument.
   const auto d_a = to_device(a, na, dev, algorithm, with_values ? "a_keys_first" : "a_first");
@@ -258,6 +243,12 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   using G = single_merge<std::decay_t<decltype(d_a)>, std::decay_t<decltype(d_b)>, std::decay_t<decltype(d_av)>,
                          std::decay_t<decltype(d_bv)>>;
   const G g{d_a, d_b, d_av, d_bv, na, nb};
+  using K = typename G::key_type;
+  using V = typename G::value_type;
+  static_assert(std::is_trivially_copyable_v<K> && std::is_default_constructible_v<K>,
+                "libmerge (CUDA backend): keys must be trivially copyable and default-constructible");
+  static_assert(!with_values || (std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V>),
+                "libmerge (CUDA backend): values must be trivially copyable and default-constructible");
 
   using table = merge_table<K, std::conditional_t<with_values, V, void>>;
   with_launch_box<table, typename Policy::box_type>(dev, algorithm, [&](auto box) {

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
 #include "device.cuh"
 #include "error.hpp"
@@ -41,10 +42,19 @@ struct keys_as {
   LIBMERGE_HOST_DEVICE K operator[](index_t i) const { return static_cast<K>(it[i]); }
 };
 
-// The geometry of merge and merge_by_key: a single problem.
+// The value type moved by a merge; keys-only merges move none (char stands in
+// and occupies no shared memory).
+template <class ValIt>
+using merge_value_t = typename std::conditional_t<has_values<ValIt>, std::iterator_traits<std::decay_t<ValIt>>,
+                                                  std::iterator_traits<char*>>::value_type;
+
+// The geometry of merge and merge_by_key: a single problem. It also names the
+// merge's element types, which every stage takes from here.
 template <class AKeys, class BKeys, class AVals, class BVals>
 struct single_merge {
   using key_type = value_of<AKeys>;
+  using value_type = merge_value_t<AVals>;
+  static constexpr bool with_values = has_values<AVals>;
   AKeys a_keys;
   BKeys b_keys;
   AVals a_vals;
