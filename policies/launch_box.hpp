@@ -24,6 +24,18 @@ struct launch_box {
 // Marker for "use the tuned table": the default of every CUDA policy.
 struct tuned_launch_box {};
 
+// Two boxes for one call: merge_sort's block-sort stage takes the first, its
+// merge passes (and every other algorithm) the second:
+// lm::cuda::par.with(lm::launch_box<256, 15>{}, lm::launch_box<512, 11>{}).
+// Ways: how many sorted runs a merge-sort pass merges at once (2 or 4).
+template <class BlockSortBox, class MergeBox, int Ways = 2>
+struct launch_boxes {
+  static_assert(Ways == 2 || Ways == 4, "libmerge::launch_boxes: a merge pass merges 2 or 4 runs");
+  using block_sort = BlockSortBox;
+  using merge = MergeBox;
+  static constexpr int ways = Ways;
+};
+
 namespace tuning {
 
 // Values per thread for elements of element_bytes, from a line tuned for
@@ -60,6 +72,35 @@ inline constexpr merge_line merge[] = {
     {80, 512, 19, 9},
     // Older GPUs (sm_75 and before): a smaller, conservative shape, untuned.
     {0, 256, 15, 7},
+};
+
+// merge_sort: a block-sort stage (cub::BlockMergeSort over tiles of
+// bs_nt * bs_vt keys; bs_nt a power of two) and merge passes (tiles of
+// nt * vt outputs, `ways` sorted runs merged per pass: 2, or 4 with one 2-way
+// pass where the level count is odd). Values per thread again count 4-byte keys (vt_keys) or pairs of
+// 4-byte keys and values (vt_pairs) and scale with scale_vt. sm_90 was tuned
+// on an H100 (docs/cuda-merge-sort.md); the other lines are untuned copies.
+struct merge_sort_line {
+  int arch;
+  int bs_nt_keys;
+  int bs_vt_keys;
+  int bs_nt_pairs;
+  int bs_vt_pairs;
+  int nt;
+  int vt_keys;
+  int vt_pairs;
+  int ways;
+};
+
+// sm_90, measured on an H100 at 2^24 and 2^28 (docs/cuda-merge-sort.md):
+// keys 512x15 / 512x15 and pairs 256x17 / 512x9 were the best of the boxes
+// tried; 4-way passes were slower than 2-way ones (16.7 against 15.3 ms for
+// 2^28 int32 keys).
+inline constexpr merge_sort_line merge_sort[] = {
+    {100, 512, 15, 256, 17, 512, 15, 9, 2},  // untuned
+    {90, 512, 15, 256, 17, 512, 15, 9, 2},
+    {80, 512, 15, 256, 17, 512, 15, 9, 2},   // untuned
+    {0, 256, 11, 256, 11, 256, 11, 7, 2},    // untuned
 };
 
 }  // namespace tuning

@@ -4,3 +4,5 @@
 #include "../../policies/cuda.hpp"
 #include "error.hpp"
 #include "merge.cuh"
+#include "merge_sort.cuh"
+#include "thrust_policies.cuh"

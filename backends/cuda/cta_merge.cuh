@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/search_tags.hpp"
 #include "merge_path.hpp"
 
@@ -19,20 +20,45 @@ using tile_offset = std::uint16_t;
 constexpr std::size_t align_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
 
 // Loads a[0, na) followed by b[0, count - na) into dst[0, count), striped over
-// the CTA so every access is coalesced. All VT loads are issued before the
-// first store to shared memory, so each thread keeps VT requests in flight.
-// Full tiles skip the bounds checks.
+// the NT threads of the CTA (tid is the caller's thread index) so every access
+// is coalesced. All VT loads are issued before the first store to shared
+// memory, so each thread keeps VT requests in flight. Full tiles skip the
+// bounds checks. (Hand-written rather than cub::BlockLoad: the tile is two
+// ranges with a run-time split, which BlockLoad's single range cannot express
+// without a second pass.)
 template <int NT, int VT, bool Full, class T, class AIt, class BIt>
-__device__ __forceinline__ void load_tile(AIt a, int na, BIt b, int count, T* dst) {
+__device__ __forceinline__ void load_tile(AIt a, int na, BIt b, int count, T* dst, int tid) {
   T x[VT];
 #pragma unroll
   for (int i = 0; i < VT; ++i) {
-    const int j = NT * i + static_cast<int>(threadIdx.x);
+    const int j = NT * i + tid;
     if (Full || j < count) x[i] = j < na ? static_cast<T>(a[j]) : static_cast<T>(b[j - na]);
   }
 #pragma unroll
   for (int i = 0; i < VT; ++i) {
-    const int j = NT * i + static_cast<int>(threadIdx.x);
+    const int j = NT * i + tid;
+    if (Full || j < count) dst[j] = x[i];
+  }
+}
+
+// The same for four runs r[0..3]: tile element j comes from run k, the last
+// with prefix[k] <= j (prefix[0] = 0), at offset j - prefix[k]. (Four base
+// pointers and 32-bit offsets, like load_tile: one 64-bit index per element
+// costs registers that spill.)
+template <int NT, int VT, bool Full, class T, class It>
+__device__ __forceinline__ void load_four_runs(const It (&r)[4], const int (&prefix)[4], int count, T* dst, int tid) {
+  T x[VT];
+#pragma unroll
+  for (int i = 0; i < VT; ++i) {
+    const int j = NT * i + tid;
+    if (Full || j < count) {
+      x[i] = j < prefix[2] ? (j < prefix[1] ? r[0][j] : r[1][j - prefix[1]])
+                           : (j < prefix[3] ? r[2][j - prefix[2]] : r[3][j - prefix[3]]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < VT; ++i) {
+    const int j = NT * i + tid;
     if (Full || j < count) dst[j] = x[i];
   }
 }
@@ -40,14 +66,25 @@ __device__ __forceinline__ void load_tile(AIt a, int na, BIt b, int count, T* ds
 // Merges VT outputs from keys[a, a_end) and keys[b, b_end) (SerialMerge in
 // seeds/003): merged[i] is the i-th output and src[i] its tile offset. A key is
 // read only at an in-range offset (keys[0] stands in once a side is exhausted).
-template <int VT, class K, class Comp>
+// From output `next_at` on (never, by default) it merges the next problem,
+// keys[next_a, next_a_end) with keys[next_a_end, next_b_end), from its start.
+template <int VT, bounds Bounds = bounds::lower, class K, class Comp>
 __device__ __forceinline__ void serial_merge(const K* keys, int a, int a_end, int b, int b_end, K (&merged)[VT],
-                                             int (&src)[VT], Comp& comp) {
+                                             int (&src)[VT], Comp& comp, int next_at = VT, int next_a = 0,
+                                             int next_a_end = 0, int next_b_end = 0) {
   K a_key = keys[a < a_end ? a : 0];
   K b_key = keys[b < b_end ? b : 0];
 #pragma unroll
   for (int i = 0; i < VT; ++i) {
-    const bool take_a = b >= b_end || (a < a_end && !comp(b_key, a_key));
+    if (i == next_at) {
+      a = next_a;
+      a_end = next_a_end;
+      b = next_a_end;
+      b_end = next_b_end;
+      a_key = keys[a < a_end ? a : 0];
+      b_key = keys[b < b_end ? b : 0];
+    }
+    const bool take_a = b >= b_end || (a < a_end && a_goes_first<Bounds>(a_key, b_key, comp));
     merged[i] = take_a ? a_key : b_key;
     src[i] = take_a ? a : b;
     if (take_a) {
@@ -61,16 +98,36 @@ __device__ __forceinline__ void serial_merge(const K* keys, int a, int a_end, in
 }
 
 // The CTA merge: keys[0, na) and keys[na, count) are two sorted ranges in
-// shared memory, visible to all threads. Thread t produces outputs
-// VT*t .. VT*t + VT-1 of the tile in registers: the keys and their tile offsets
-// (the caller keeps whichever it needs; the compiler drops the other).
-template <int NT, int VT, class K, class Comp>
-__device__ __forceinline__ void cta_merge(const K* keys, int na, int count, K (&merged)[VT], int (&src)[VT],
+// shared memory, visible to the group of threads merging them; the caller's
+// thread tid (0-based within that group) produces outputs VT*tid .. VT*tid +
+// VT-1 of the merge in registers: the keys and their tile offsets (the caller
+// keeps whichever it needs; the compiler drops the other). Bounds picks who
+// wins ties: lower, A (a stable merge); upper, B.
+template <int VT, bounds Bounds = bounds::lower, class K, class Comp>
+__device__ __forceinline__ void cta_merge(const K* keys, int na, int count, int tid, K (&merged)[VT], int (&src)[VT],
                                           Comp& comp) {
-  const int tid = static_cast<int>(threadIdx.x);
   const int diag = VT * tid < count ? VT * tid : count;
-  const int a = merge_path<bounds::lower, int>(keys, na, keys + na, count - na, diag, comp);
-  serial_merge<VT>(keys, a, na, na + diag - a, count, merged, src, comp);
+  const int a = merge_path<Bounds, int>(keys, na, keys + na, count - na, diag, comp);
+  serial_merge<VT, Bounds>(keys, a, na, na + diag - a, count, merged, src, comp);
+}
+
+// Two CTA merges side by side, the first level of a 4-way merge: outputs
+// [0, p2) merge keys[0, p1) with keys[p1, p2), outputs [p2, count) merge
+// keys[p2, p3) with keys[p3, count). A thread whose VT outputs straddle p2
+// finishes the first merge and starts the second at its diagonal 0, so every
+// thread does exactly VT outputs whatever the sizes.
+template <int VT, class K, class Comp>
+__device__ __forceinline__ void cta_merge_two(const K* keys, int p1, int p2, int p3, int count, int tid,
+                                              K (&merged)[VT], int (&src)[VT], Comp& comp) {
+  const int j0 = VT * tid < count ? VT * tid : count;
+  const bool second = j0 >= p2;
+  const int lo = second ? p2 : 0;
+  const int a_end = second ? p3 : p1;
+  const int b_end = second ? count : p2;
+  const int diag = j0 - lo;
+  const int a = lo + merge_path<bounds::lower, int>(keys + lo, a_end - lo, keys + a_end, b_end - a_end, diag, comp);
+  serial_merge<VT>(keys, a, a_end, a_end + diag - (a - lo), b_end, merged, src, comp, second ? VT : p2 - j0, p2, p3,
+                   count);
 }
 
 // Writes each thread's VT consecutive outputs (tile positions VT*tid + i) to
@@ -79,9 +136,9 @@ __device__ __forceinline__ void cta_merge(const K* keys, int na, int count, K (&
 // contiguous run, so only the warp needs to synchronize. Odd VT keeps both the
 // blocked writes and the striped reads free of bank conflicts.
 template <int VT, bool Full, class T, class Out>
-__device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch, Out out, int count) {
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int warp_base = (static_cast<int>(threadIdx.x) / 32) * 32 * VT;
+__device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch, Out out, int count, int tid) {
+  const int lane = tid % 32;
+  const int warp_base = (tid / 32) * 32 * VT;
 #pragma unroll
   for (int i = 0; i < VT; ++i) scratch[warp_base + VT * lane + i] = x[i];
   __syncwarp();

@@ -1,6 +1,7 @@
 // What the backend needs to know about the current device, looked up once per
-// device and cached: the architecture its kernels were compiled for (which
-// picks the tuning line) and the shared-memory limit.
+// device and cached: its compute capability, the shared-memory limit and
+// whether kernels may read pageable host memory. (The architecture a kernel
+// was compiled for is asked of each kernel: launch.cuh.)
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,16 +16,11 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// Asking the runtime about this kernel tells which of the binary's images runs
-// on the device. A template, so that every translation unit may define it.
-template <class = void>
-__global__ void arch_probe_kernel() {}
-
 struct device_info {
   int device = 0;
   int cc = 0;            // the device's compute capability x 10
-  int arch = 0;          // the architecture its kernels were compiled for, x 10
   int smem_optin = 0;    // largest dynamic shared memory a block may opt into
+  int sms = 0;           // multiprocessors
   bool pageable_access = false;  // can kernels read ordinary host memory (HMM/ATS)?
 };
 
@@ -40,19 +36,10 @@ inline device_info query_device(int device, const char* algorithm) {
              algorithm, "cudaDeviceGetAttribute");
   check_cuda(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device), algorithm,
              "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, device), algorithm,
+             "cudaDeviceGetAttribute");
   info.cc = major * 10 + minor;
   info.pageable_access = pageable != 0;
-
-  cudaFuncAttributes attr{};
-  const cudaError_t e = cudaFuncGetAttributes(&attr, arch_probe_kernel<>);
-  if (e != cudaSuccess) {
-    cudaGetLastError();  // not sticky: leave no stale error behind
-    throw cuda_error(e, algorithm,
-                     "this program has no kernel image for device " + std::to_string(device) + " (sm_" +
-                         std::to_string(info.cc) +
-                         "); rebuild with its architecture in CMAKE_CUDA_ARCHITECTURES (nvcc -gencode)");
-  }
-  info.arch = attr.ptxVersion;
   return info;
 }
 

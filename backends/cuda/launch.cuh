@@ -1,28 +1,60 @@
-// From a policy and the device to a launch box: the policy's own box if it has
-// one, else the tuning table's line for the compiled architecture. Launch
-// shapes are template arguments of the kernels, so the run-time choice is a
-// walk over the table's lines, each a compile-time box; lines with equal boxes
-// share one kernel.
+// Everything about launching a kernel: which launch box a call uses (the
+// policy's own, or the tuning table's line for the architecture the kernel
+// was compiled for), how it is launched (programmatic dependent launch where
+// that architecture has it) and the debug printout of the plan.
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstddef>
+#include <cstdio>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
+#include "../../libmerge/detail/config.hpp"
 #include "../../policies/launch_box.hpp"
 #include "device.cuh"
+#include "error.hpp"
 
 namespace libmerge::detail::cuda_backend {
+
+// The architecture (x 10) `kernel` was compiled for, as the device will run
+// it: its PTX target, which is what __CUDA_ARCH__ saw. Asked of each kernel
+// rather than of one probe, because translation units of one program may be
+// built for different architectures. Cached per (device, kernel). A device
+// with no image for the kernel is told in words; other errors keep their name.
+inline int kernel_arch(const void* kernel, const device_info& dev, const char* algorithm) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, int> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(dev.device, kernel);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  cudaFuncAttributes attr{};
+  const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
+  if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
+    cudaGetLastError();  // not sticky: leave no stale error behind
+    throw cuda_error(e, algorithm,
+                     "this program has no kernel image for device " + std::to_string(dev.device) + " (sm_" +
+                         std::to_string(dev.cc) +
+                         "); rebuild with its architecture in CMAKE_CUDA_ARCHITECTURES (nvcc -gencode)");
+  }
+  check_cuda(e, algorithm, "cudaFuncGetAttributes");
+  return cache.emplace(key, attr.ptxVersion).first->second;
+}
 
 template <class F, std::size_t... I>
 void for_each_index(F& f, std::index_sequence<I...>) {
   (f(std::integral_constant<std::size_t, I>{}), ...);
 }
 
-// The tuning line for the architecture the kernels were compiled for, as an
-// index into Table::lines (newest first); -1 when the table has none.
+// The first line of a tuning table (newest first) whose arch is not above
+// `arch`; -1 when there is none.
 template <class Table>
 constexpr int line_for(int arch) {
   constexpr std::size_t n = std::extent_v<std::remove_reference_t<decltype(Table::lines)>>;
@@ -32,38 +64,127 @@ constexpr int line_for(int arch) {
   return -1;
 }
 
-// Calls f(launch_box<nt, vt>{}) with the box for this call. Table is a type
-// whose static member `lines` is a tuning table (policies/launch_box.hpp) and
-// whose static nt(line) and vt(line) give the threads and values per thread
-// for this call's types.
-template <class Table, class Box, class F>
-void with_launch_box(const device_info& dev, const char* algorithm, F&& f) {
-  if constexpr (!std::is_same_v<Box, tuned_launch_box>) {
-    f(Box{});
-  } else {
-    constexpr std::size_t n = std::extent_v<std::remove_reference_t<decltype(Table::lines)>>;
-    const int chosen = line_for<Table>(dev.arch);
-    auto try_line = [&](auto index) {
-      constexpr auto line = Table::lines[decltype(index)::value];
-      if (static_cast<int>(decltype(index)::value) == chosen) f(launch_box<Table::nt(line), Table::vt(line)>{});
-    };
-    for_each_index(try_line, std::make_index_sequence<n>{});
-    if (chosen < 0) {
-      throw std::runtime_error(std::string("libmerge::") + algorithm + ": no tuning for sm_" +
-                               std::to_string(dev.arch) + "; the CUDA backend supports sm_" +
-                               std::to_string(Table::lines[n - 1].arch) + " and newer");
+// The box of a call's merge kernels: the policy's box, or the second of two.
+template <class Box>
+struct merge_box_of {
+  using type = Box;
+};
+template <class B1, class B2, int Ways>
+struct merge_box_of<launch_boxes<B1, B2, Ways>> {
+  using type = B2;
+};
+
+// Calls f(boxes...) with the boxes of the tuning-table line for the
+// architecture the call's kernels were compiled for. Table is a type whose
+// static member `lines` is a tuning table (policies/launch_box.hpp, newest
+// line first) and whose static boxes<I>() returns line I's boxes as a tuple;
+// kernel_of(boxes...) names a kernel those boxes launch: its compiled
+// architecture picks the line. Lines with equal boxes share one kernel.
+template <class Table, class KernelOf, class F>
+void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& kernel_of, F&& f) {
+  constexpr std::size_t n = std::extent_v<std::remove_reference_t<decltype(Table::lines)>>;
+  bool done = false;
+  int compiled_for = 0;
+  auto try_line = [&](auto index) {
+    if (done) return;
+    auto boxes = Table::template boxes<decltype(index)::value>();
+    compiled_for = kernel_arch(reinterpret_cast<const void*>(std::apply(kernel_of, boxes)), dev, algorithm);
+    if (Table::lines[decltype(index)::value].arch <= compiled_for) {
+      done = true;
+      std::apply(f, boxes);
     }
+  };
+  for_each_index(try_line, std::make_index_sequence<n>{});
+  if (!done) {
+    throw std::runtime_error(std::string("libmerge::") + algorithm + ": no tuning for sm_" +
+                             std::to_string(compiled_for) + "; the CUDA backend supports sm_" +
+                             std::to_string(Table::lines[n - 1].arch) + " and newer");
   }
 }
 
+// Programmatic dependent launch (sm_90+): a kernel may be scheduled while the
+// one before it on the stream still runs, hiding its launch latency; it waits
+// in wait_for_prerequisite_grid() before its first read of what that kernel
+// wrote (the wait covers the complete grid and its memory). A kernel lets its
+// successor start early with allow_dependent_launch(). Both are no-ops when
+// the kernel was launched normally or compiled for an older architecture.
+__device__ __forceinline__ void allow_dependent_launch() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_prerequisite_grid() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+// Launches `kernel` on `stream`; launch errors come back from
+// cudaLaunchKernelEx itself, so no check reads the thread's last-error slot
+// (where an earlier, unrelated failure may still sit). With `dependent` and a
+// kernel compiled for sm_90+, a programmatic dependent launch: the kernel
+// must call wait_for_prerequisite_grid() before it reads what earlier work on
+// the stream wrote. (The compiled architecture decides, not the device's:
+// code built for sm_80 has no griddepcontrol instructions to wait.)
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream, bool dependent,
+            const device_info& dev, const char* algorithm, const char* kernel_name, Args&&... args) {
+  if (grid <= 0) return;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(static_cast<unsigned>(nt));
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs =
+      dependent && kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm) >= 90 ? 1 : 0;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), algorithm,
+             (std::string("launch of ") + kernel_name).c_str());
+}
+
+// Raises a kernel's dynamic shared memory limit when a box needs more than the
+// default 48 KB, or says clearly that the device cannot give that much.
+template <class Kernel>
+void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& dev, int nt, int vt,
+                           const char* algorithm) {
+  if (bytes > static_cast<std::size_t>(dev.smem_optin)) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": launch box nt=" + std::to_string(nt) +
+                                " vt=" + std::to_string(vt) + " needs " + std::to_string(bytes) +
+                                " bytes of shared memory per block; device " + std::to_string(dev.device) +
+                                " allows " + std::to_string(dev.smem_optin) +
+                                " (use a smaller launch box, or smaller elements)");
+  }
+  if (bytes > 48 * 1024) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+               algorithm, "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
+  }
+}
+
+// The largest element (key, plus value for by-key calls) the CUDA backend
+// takes, in bytes. Tiles keep elements in registers and shared memory, and a
+// kernel moving 4 KB elements takes minutes to compile and runs from local
+// memory; larger elements are refused before any kernel is instantiated.
+inline constexpr std::size_t max_element_bytes = 1024;
+
+[[noreturn]] inline void throw_element_too_large(const char* algorithm, std::size_t bytes) {
+  throw std::invalid_argument(std::string("libmerge::") + algorithm + ": elements of " + std::to_string(bytes) +
+                              " bytes (key plus value) are too large for the CUDA backend's shared-memory tiles; "
+                              "the limit is " + std::to_string(max_element_bytes) +
+                              " bytes (sort indices or pointers to large elements instead)");
+}
+
+// LIBMERGE_DEBUG=1 prints each kernel's launch plan to stderr.
 template <class Box>
-void print_plan(const device_info& dev, const char* algorithm, bool tuned, long long tiles,
-                std::size_t temp_bytes, std::size_t smem_bytes) {
+void print_plan(const device_info& dev, const char* algorithm, const char* stage, int arch, bool tuned,
+                long long tiles, std::size_t temp_bytes, std::size_t smem_bytes) {
   if (!debug_enabled()) return;
   std::fprintf(stderr,
-               "libmerge::%s: device %d sm_%d (kernels for sm_%d), launch box nt=%d vt=%d (%s), "
+               "libmerge::%s %s: device %d sm_%d (kernels for sm_%d), launch box nt=%d vt=%d (%s), "
                "%lld tiles, %zu B temporary, %zu B shared per block\n",
-               algorithm, dev.device, dev.cc, dev.arch, Box::nt, Box::vt, tuned ? "tuned" : "caller's", tiles,
+               algorithm, stage, dev.device, dev.cc, arch, Box::nt, Box::vt, tuned ? "tuned" : "caller's", tiles,
                temp_bytes, smem_bytes);
 }
 

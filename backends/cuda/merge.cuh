@@ -8,10 +8,12 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
+#include "../../libmerge/functional.hpp"
 #include "../../policies/cuda.hpp"
 #include "cta_merge.cuh"
 #include "device.cuh"
@@ -75,31 +77,31 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
   const int count = r.count();
   const index_t a_at = r.problem.a_begin + r.a0;
   const index_t b_at = r.problem.b_begin + r.b0;
-  load_tile<Box::nt, Box::vt, Full>(g.a_keys + a_at, na, g.b_keys + b_at, count, keys);
+  const int tid = static_cast<int>(threadIdx.x);
+  load_tile<Box::nt, Box::vt, Full>(g.a_keys + a_at, na, g.b_keys + b_at, count, keys, tid);
   if constexpr (with_values) {
     // Values load together with the keys: twice the bytes in flight, and no
     // second trip to memory after the merge.
     V* vals = reinterpret_cast<V*>(smem + layout::vals);
-    load_tile<Box::nt, Box::vt, Full>(g.a_vals + a_at, na, g.b_vals + b_at, count, vals);
+    load_tile<Box::nt, Box::vt, Full>(g.a_vals + a_at, na, g.b_vals + b_at, count, vals, tid);
   }
   __syncthreads();
 
   K merged[Box::vt];
   int src[Box::vt];
-  cta_merge<Box::nt, Box::vt>(keys, na, count, merged, src, comp);
+  cta_merge<Box::vt>(keys, na, count, tid, merged, src, comp);
 
   if constexpr (!with_values) {
     // Keys only: the merged keys are in registers; write them out through the
     // tile's key buffer, once every thread has finished reading it.
     __syncthreads();
-    store_warp_striped<Box::vt, Full>(merged, keys, keys_out + out0, count);
+    store_warp_striped<Box::vt, Full>(merged, keys, keys_out + out0, count, tid);
   } else {
     // Keys and values: publish each output's source offset, then every thread
     // gathers both key and value of consecutive outputs (one shared index
     // serves both, so values never need their own exchange).
     const V* vals = reinterpret_cast<const V*>(smem + layout::vals);
     tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
-    const int tid = static_cast<int>(threadIdx.x);
 #pragma unroll
     for (int i = 0; i < Box::vt; ++i) {
       if (Full || Box::vt * tid + i < count) sources[Box::vt * tid + i] = static_cast<tile_offset>(src[i]);
@@ -136,24 +138,6 @@ __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Ge
   }
 }
 
-// Raises a kernel's dynamic shared memory limit when a box needs more than the
-// default 48 KB, or says clearly that the device cannot give that much.
-template <class Kernel>
-void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& dev, int nt, int vt,
-                           const char* algorithm) {
-  if (bytes > static_cast<std::size_t>(dev.smem_optin)) {
-    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": launch box nt=" +
-                                std::to_string(nt) + " vt=" + std::to_string(vt) + " needs " +
-                                std::to_string(bytes) + " bytes of shared memory per block; device " +
-                                std::to_string(dev.device) + " allows " + std::to_string(dev.smem_optin));
-  }
-  if (bytes > 48 * 1024) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(bytes)),
-               algorithm, "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
-  }
-}
-
 template <class Box, class Policy, class Geometry, class KeysOut, class ValsOut, class Comp>
 void launch_merge(const Policy& policy, const device_info& dev, const Geometry& g, KeysOut keys_out,
                   ValsOut vals_out, Comp comp, const char* algorithm) {
@@ -181,8 +165,8 @@ void launch_merge(const Policy& policy, const device_info& dev, const Geometry& 
   if (policy.synchronizes()) {
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
   }
-  print_plan<Box>(dev, algorithm, std::is_same_v<typename Policy::box_type, tuned_launch_box>, num_tiles,
-                  temp_bytes, smem);
+  print_plan<Box>(dev, algorithm, "merge", kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm),
+                  std::is_same_v<typename Policy::box_type, tuned_launch_box>, num_tiles, temp_bytes, smem);
 }
 
 template <class V>
@@ -207,23 +191,55 @@ struct merge_table {
     }
   }
   // Elements so large that even one a thread would overflow about 48 KB of
-  // shared memory get fewer threads too (down to one warp).
+  // shared memory get fewer threads too (halving, but always whole warps,
+  // down to one warp).
   static constexpr int nt(const tuning::merge_line& line) {
     int nt = line.nt;
     while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt(line)) * tile_bytes > 48 * 1024) {
-      nt /= 2;
+      nt = (nt / 2 + 31) / 32 * 32;
     }
     return nt;
   }
+  template <std::size_t I>
+  static constexpr auto boxes() {
+    return std::tuple<launch_box<nt(lines[I]), vt(lines[I])>>{};
+  }
 };
 
-// Elements per tile of the tuned box for (K, V) on the current device; tests
-// use it to put sizes on tile boundaries.
+// The merge kernel for a geometry and comparator; with_tuned_boxes asks it
+// which architecture it was compiled for.
+template <class Geometry, class KeysOut, class ValsOut, class Comp>
+struct merge_kernel_of {
+  template <class Box>
+  auto operator()(Box) const {
+    return merge_kernel<Box, Geometry, KeysOut, ValsOut, Comp>;
+  }
+};
+
+// Calls f(box) with the merge box of this call: the policy's, or the tuned
+// line for the architecture the merge kernel was compiled for.
+template <class Policy, class K, class V, class Geometry, class KeysOut, class ValsOut, class Comp, class F>
+void with_merge_box(const device_info& dev, const char* algorithm, F&& f) {
+  using Box = typename Policy::box_type;
+  if constexpr (std::is_same_v<Box, tuned_launch_box>) {
+    with_tuned_boxes<merge_table<K, V>>(dev, algorithm, merge_kernel_of<Geometry, KeysOut, ValsOut, Comp>{}, f);
+  } else {
+    f(typename merge_box_of<Box>::type{});
+  }
+}
+
+// Elements per tile of the tuned box for keys K and values V (void: keys
+// only) on the current device; tests use it to put sizes on tile boundaries.
 template <class K, class V>
 long long tuned_merge_tile(const char* algorithm) {
-  using table = merge_table<K, V>;
-  const int line = line_for<table>(current_device(algorithm).arch);
-  return line < 0 ? 0 : static_cast<long long>(table::nt(table::lines[line])) * table::vt(table::lines[line]);
+  constexpr bool pairs = !std::is_void_v<V>;
+  using VP = std::conditional_t<pairs, const std::conditional_t<pairs, V, char>*, no_values>;
+  using G = single_merge<const K*, const K*, VP, VP>;
+  using VO = std::conditional_t<pairs, std::conditional_t<pairs, V, char>*, no_values>;
+  long long nv = 0;
+  with_merge_box<cuda::policy<>, K, V, G, K*, VO, less<>>(current_device(algorithm), algorithm,
+                                                         [&](auto box) { nv = decltype(box)::nv; });
+  return nv;
 }
 
 template <class Policy, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut,
@@ -250,10 +266,16 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   static_assert(!with_values || (std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V>),
                 "libmerge (CUDA backend): values must be trivially copyable and default-constructible");
 
-  using table = merge_table<K, std::conditional_t<with_values, V, void>>;
-  with_launch_box<table, typename Policy::box_type>(dev, algorithm, [&](auto box) {
-    launch_merge<decltype(box)>(policy, dev, g, d_keys_out, d_vals_out, comp, algorithm);
-  });
+  using DKeysOut = std::decay_t<decltype(d_keys_out)>;
+  using DValsOut = std::decay_t<decltype(d_vals_out)>;
+  constexpr std::size_t bytes = element_bytes<G>;
+  if constexpr (bytes > max_element_bytes) {
+    throw_element_too_large(algorithm, bytes);
+  } else {
+    with_merge_box<Policy, K, std::conditional_t<with_values, V, void>, G, DKeysOut, DValsOut, Comp>(
+        dev, algorithm,
+        [&](auto box) { launch_merge<decltype(box)>(policy, dev, g, d_keys_out, d_vals_out, comp, algorithm); });
+  }
 }
 
 }  // namespace libmerge::detail::cuda_backend

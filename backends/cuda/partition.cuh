@@ -21,6 +21,7 @@
 #include "../../libmerge/search_tags.hpp"
 #include "device.cuh"
 #include "error.hpp"
+#include "launch.cuh"
 #include "merge_path.hpp"
 
 namespace libmerge::detail::cuda_backend {
@@ -65,23 +66,10 @@ struct single_merge {
   LIBMERGE_HOST_DEVICE merge_problem problem_at(index_t) const { return {0, na, 0, nb, 0}; }
 };
 
-// Programmatic dependent launch (sm_90+): the kernel after the partitions may
-// be scheduled while they are still being computed, hiding its launch latency;
-// it waits here, before its first read of them.
-__device__ __forceinline__ void allow_dependent_launch() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wait_for_prerequisite_grid() {
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
 // mp[p] = how many elements of A precede diagonal p * nv of its problem.
 template <bounds Bounds, class Geometry, class Comp>
 __global__ void partition_kernel(Geometry g, index_t nv, index_t num_partitions, index_t* mp, Comp comp) {
+  wait_for_prerequisite_grid();
   allow_dependent_launch();
   const index_t p = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (p >= num_partitions) return;
@@ -93,31 +81,6 @@ __global__ void partition_kernel(Geometry g, index_t nv, index_t num_partitions,
                                       diag - q.diag_begin, comp);
 }
 
-// Launches `kernel` on `stream`; launch errors come back from
-// cudaLaunchKernelEx itself, so no check reads the thread's last-error slot
-// (where an earlier, unrelated failure may still sit). With `after_partitions`
-// and kernels compiled for sm_90+, a programmatic dependent launch: its CTAs
-// may be scheduled while the partition kernel before it runs, and wait in
-// wait_for_prerequisite_grid(). (The compiled architecture decides, not the
-// device's: code built for sm_80 has no griddepcontrol instructions to wait.)
-template <class... Params, class... Args>
-void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream,
-            bool after_partitions, const device_info& dev, const char* algorithm, const char* kernel_name,
-            Args&&... args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(grid));
-  config.blockDim = dim3(static_cast<unsigned>(nt));
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = after_partitions && dev.arch >= 90 ? 1 : 0;
-  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), algorithm,
-             (std::string("launch of ") + kernel_name).c_str());
-}
-
 // Fills mp[0, num_tiles] for tiles of nv elements.
 template <bounds Bounds, class Geometry, class Comp>
 void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t* mp, Comp comp,
@@ -126,6 +89,146 @@ void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t
   const index_t num_partitions = num_tiles + 1;
   launch(partition_kernel<Bounds, Geometry, Comp>, (num_partitions + nt - 1) / nt, nt, 0, stream, false, dev,
          algorithm, "partition_kernel", g, nv, num_partitions, mp, comp);
+}
+
+// ---------------------------------------------------------------------------
+// Merge sort's passes merge Ways sorted runs at a time (Ways = 2 or 4). A
+// 4-way merge is the merge of two 2-way merges, (R0 R1) and (R2 R3), so the
+// place where output diagonal d of a group falls is a merge-path search over
+// those two halves whose probes are themselves merge-path searches (the
+// element of rank i of R0 merged with R1). Both searches take the lower bound
+// (ties go to the earlier run), so the pass is stable. (A warp-wide 33-ary
+// version of the outer search was measured first: its 32 lanes' inner
+// searches fetched 32 times the sectors and made the partition kernel
+// DRAM-bound, 0.5 to 4.6 ms a pass at 2^28 on an H100.)
+
+// A group's runs: run k is keys[k * width, ...) of the group, len[k] long.
+template <int Ways, class K>
+struct run_group {
+  const K* keys;
+  index_t width;
+  index_t len[Ways];
+};
+
+// Where a diagonal of a group's merge falls: s[k] elements of run k precede it.
+template <int Ways>
+struct run_split {
+  index_t s[Ways];
+};
+
+// One half of a group: a run (Ways = 2) or two runs merged (Ways = 4), with
+// the element of rank i given the split of rank i between its runs.
+template <int Ways, class K>
+struct run_half {
+  const K* x;  // first run of the half
+  index_t nx;
+  const K* y;  // second run (Ways = 4)
+  index_t ny;
+  LIBMERGE_HOST_DEVICE index_t size() const { return Ways == 4 ? nx + ny : nx; }
+  template <class Comp>
+  __device__ K at(index_t i, index_t split, Comp& comp) const {
+    if constexpr (Ways == 2) {
+      return x[i];
+    } else {
+      const index_t j = i - split;
+      const bool take_x = split < nx && (j >= ny || a_goes_first<bounds::lower>(x[split], y[j], comp));
+      return take_x ? x[split] : y[j];
+    }
+  }
+};
+
+// A known point of a half's inner split (rank c has split s), used to bracket
+// the next search: the split and the rank minus the split both grow with rank.
+struct known_split {
+  index_t c, s;
+};
+
+// The inner splits of both halves at once (half 0 at rank c0, half 1 at
+// rank c1), each bracketed by known points below and above its rank. The two
+// binary searches advance in lockstep so that their loads are in flight
+// together.
+template <int Ways, class K, class Comp>
+__device__ __forceinline__ void inner_splits(const run_half<Ways, K>& h0, index_t c0, known_split lo0, known_split hi0,
+                                             const run_half<Ways, K>& h1, index_t c1, known_split lo1,
+                                             known_split hi1, index_t& s0, index_t& s1, Comp& comp) {
+  if constexpr (Ways == 2) {
+    s0 = c0;
+    s1 = c1;
+  } else {
+    auto bracket = [](const run_half<Ways, K>& h, index_t c, known_split lo, known_split hi, index_t& from,
+                      index_t& to) {
+      from = lo.s > c - (hi.c - hi.s) ? lo.s : c - (hi.c - hi.s);
+      to = hi.s < lo.s + (c - lo.c) ? hi.s : lo.s + (c - lo.c);
+      // The valid range whatever the bracket says (it can miss only when comp
+      // is not a strict weak order): every probe stays in range.
+      const index_t lo_ok = c > h.ny ? c - h.ny : 0, hi_ok = c < h.nx ? c : h.nx;
+      from = from > lo_ok ? from : lo_ok;
+      to = to < hi_ok ? to : hi_ok;
+      if (from > to) {
+        from = lo_ok;
+        to = hi_ok;
+      }
+    };
+    index_t a0, b0, a1, b1;
+    bracket(h0, c0, lo0, hi0, a0, b0);
+    bracket(h1, c1, lo1, hi1, a1, b1);
+    while (a0 < b0 || a1 < b1) {
+      if (a0 < b0) {
+        const index_t mid = a0 + (b0 - a0) / 2;
+        if (a_goes_first<bounds::lower>(h0.x[mid], h0.y[c0 - 1 - mid], comp)) a0 = mid + 1; else b0 = mid;
+      }
+      if (a1 < b1) {
+        const index_t mid = a1 + (b1 - a1) / 2;
+        if (a_goes_first<bounds::lower>(h1.x[mid], h1.y[c1 - 1 - mid], comp)) a1 = mid + 1; else b1 = mid;
+      }
+    }
+    s0 = a0;
+    s1 = a1;
+  }
+}
+
+// The split of a group's merge at diagonal d: a merge-path search over the
+// two halves whose probes are the halves' elements of ranks c and d - 1 - c,
+// each found by an inner search bracketed by the probes before it (so the
+// inner searches shrink with the outer one: about log2(w)^2 / 2 loads for
+// runs of w, instead of log2(w)^2).
+template <int Ways, class K, class Comp>
+__device__ run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, Comp& comp) {
+  run_split<Ways> r;
+  if constexpr (Ways == 2) {
+    const index_t a = merge_path<bounds::lower>(g.keys, g.len[0], g.keys + g.width, g.len[1], d, comp);
+    r.s[0] = a;
+    r.s[1] = d - a;
+  } else {
+    const run_half<Ways, K> h0{g.keys, g.len[0], g.keys + g.width, g.len[1]};
+    const run_half<Ways, K> h1{g.keys + 2 * g.width, g.len[2], g.keys + 3 * g.width, g.len[3]};
+    const index_t n0 = h0.size(), n1 = h1.size();
+    index_t lo = d > n1 ? d - n1 : 0;
+    index_t hi = d < n0 ? d : n0;
+    known_split k0_lo{0, 0}, k0_hi{n0, h0.nx}, k1_lo{0, 0}, k1_hi{n1, h1.nx};
+    while (lo < hi) {
+      const index_t mid = lo + (hi - lo) / 2;
+      const index_t e = d - 1 - mid;
+      index_t s0, s1;
+      inner_splits(h0, mid, k0_lo, k0_hi, h1, e, k1_lo, k1_hi, s0, s1, comp);
+      if (a_goes_first<bounds::lower>(h0.at(mid, s0, comp), h1.at(e, s1, comp), comp)) {
+        lo = mid + 1;
+        k0_lo = {mid, s0};
+        k1_hi = {e, s1};
+      } else {
+        hi = mid;
+        k0_hi = {mid, s0};
+        k1_lo = {e, s1};
+      }
+    }
+    index_t s0, s1;
+    inner_splits(h0, lo, k0_lo, k0_hi, h1, d - lo, k1_lo, k1_hi, s0, s1, comp);
+    r.s[0] = s0;
+    r.s[1] = lo - s0;
+    r.s[2] = s1;
+    r.s[3] = d - lo - s1;
+  }
+  return r;
 }
 
 // A tile's input ranges, from the partitions at its two ends.

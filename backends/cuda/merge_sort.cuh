@@ -1,0 +1,681 @@
+// CUDA merge_sort, merge_sort_by_key, merge_sort_indices (one code path; keys
+// only = no values, indices = values counting 0, 1, 2, ...):
+//
+//   1. sortedness_kernel  one read of the keys, stopping at the first descent:
+//                         sorted input skips everything below.
+//   2. block_sort_kernel  cub::BlockMergeSort sorts tiles of bs_nt * bs_vt
+//                         keys in place (a tile found already sorted is not
+//                         written at all).
+//   3. merge passes       each pass merges pairs of sorted runs (or, where
+//                         the tuning says so, groups of 4): pass_partition_kernel finds
+//                         where every output tile starts in its group's runs
+//                         (partition.cuh: group_split) and whether the group
+//                         needs merging at all; pass_kernel loads a tile's
+//                         pieces of the runs into shared memory and merges
+//                         them in two levels (cta_merge.cuh).
+//   4. copy_back_kernel   if the data ended in the scratch buffer, back to
+//                         the caller's range.
+//
+// Passes alternate between the caller's buffers and one scratch copy of keys
+// and values. Whether a pass has work is decided on the device (a pass whose
+// every group is already in order is skipped, data stays where it is), so the
+// host never waits: each kernel reads which buffer holds the data from a small
+// flags array written by the kernels before it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_merge_sort.cuh>
+#include <cub/block/block_store.cuh>
+
+#include <algorithm>
+#include <cstddef>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/detail/counting.hpp"
+#include "../../libmerge/detail/dispatch.hpp"
+#include "../../policies/cuda.hpp"
+#include "cta_merge.cuh"
+#include "device.cuh"
+#include "error.hpp"
+#include "iterators.cuh"
+#include "launch.cuh"
+#include "memory.cuh"
+#include "merge.cuh"
+#include "partition.cuh"
+
+namespace libmerge::detail::cuda_backend {
+
+// ---------------------------------------------------------------------------
+// Device-side bookkeeping of one sort. flags[0]: the input is not sorted
+// (set by sortedness_kernel). For pass p: flags[1 + 2p], the buffer (0: the
+// caller's, 1: scratch) holding the data when the pass starts;
+// flags[2 + 2p], whether the pass has any group to merge.
+struct sort_flags {
+  int* f;
+  __device__ int& unsorted() const { return f[0]; }
+  __device__ int& source(int pass) const { return f[1 + 2 * pass]; }
+  __device__ int& has_work(int pass) const { return f[2 + 2 * pass]; }
+  static std::size_t count(int passes) { return 2 + 2 * static_cast<std::size_t>(passes); }
+};
+
+// Which buffer holds the data when pass `pass` starts (pass == number of
+// passes: at the end). Reads only what kernels before it wrote. first_buffer:
+// where the block sort puts unsorted data.
+__device__ __forceinline__ int buffer_before_pass(const sort_flags& flags, int pass, int first_buffer) {
+  if (!flags.unsorted()) return 0;  // nothing was moved
+  if (pass == 0) return first_buffer;
+  return flags.source(pass - 1) ^ flags.has_work(pass - 1);
+}
+
+// The two buffers of keys and values (char stands for no values). Chosen with
+// a select, not an index: a kernel parameter array indexed at run time would
+// be copied to local memory.
+template <class K, class V>
+struct sort_buffers {
+  K* keys0;
+  K* keys1;
+  V* vals0;
+  V* vals1;
+  __device__ K* keys(int i) const { return i ? keys1 : keys0; }
+  __device__ V* vals(int i) const { return i ? vals1 : vals0; }
+};
+
+// ---------------------------------------------------------------------------
+// 1. Is the input sorted already? Blocks stride over the keys and stop as
+// soon as any of them has seen a descent.
+template <int NT, class K, class Comp>
+__global__ void __launch_bounds__(NT) sortedness_kernel(const K* keys, index_t n, sort_flags flags, Comp comp) {
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  constexpr int vt = 8;
+  volatile int* unsorted = &flags.unsorted();
+  for (index_t base = static_cast<index_t>(blockIdx.x) * NT * vt; base < n - 1;
+       base += static_cast<index_t>(gridDim.x) * NT * vt) {
+    if (__syncthreads_or(threadIdx.x == 0 && *unsorted)) return;  // one read, the same answer for all
+    bool descent = false;
+#pragma unroll
+    for (int i = 0; i < vt; ++i) {
+      const index_t j = base + NT * i + threadIdx.x;
+      if (j < n - 1) descent |= comp(keys[j + 1], keys[j]);
+    }
+    // One store per block: on random input nearly every thread sees a
+    // descent, and all of them storing to one word serializes.
+    if (__syncthreads_or(descent)) {
+      if (threadIdx.x == 0) *unsorted = 1;
+      return;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 2. Block sort: tile t = keys[t * nv, ...) sorted by cub::BlockMergeSort
+// (stable: an odd-even sort in each thread's registers, then merge-path
+// merges in shared memory), read and written with CUB's warp-transposing
+// block loads and stores. With Indices, values are not read: they are the
+// positions base + i.
+template <class Box, class K, class V, bool WithValues, bool Indices>
+struct block_sort_types {
+  using value_type = std::conditional_t<WithValues, V, cub::NullType>;
+  using sort = cub::BlockMergeSort<K, Box::nt, Box::vt, value_type>;
+  using load_keys = cub::BlockLoad<K, Box::nt, Box::vt, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using store_keys = cub::BlockStore<K, Box::nt, Box::vt, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  using load_vals = cub::BlockLoad<V, Box::nt, Box::vt, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using store_vals = cub::BlockStore<V, Box::nt, Box::vt, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  union temp_storage {
+    typename sort::TempStorage sort;
+    typename load_keys::TempStorage load_keys;
+    typename store_keys::TempStorage store_keys;
+    typename load_vals::TempStorage load_vals;
+    typename store_vals::TempStorage store_vals;
+  };
+};
+
+template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+__global__ void __launch_bounds__(Box::nt, 1)
+    block_sort_kernel(sort_buffers<K, V> buf, ValsIn vals_in, index_t n, int dest, sort_flags flags, Comp comp) {
+  using types = block_sort_types<Box, K, V, WithValues, Indices>;
+  extern __shared__ __align__(16) unsigned char smem[];
+  auto& temp = *reinterpret_cast<typename types::temp_storage*>(smem);
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const int tid = static_cast<int>(threadIdx.x);
+  const index_t base = static_cast<index_t>(blockIdx.x) * Box::nv;
+  const int valid = static_cast<int>(n - base < Box::nv ? n - base : Box::nv);
+
+  auto write_positions = [&](V* out) {  // merge_sort_indices of an unmoved tile
+    if constexpr (Indices) {
+      for (int j = tid; j < valid; j += Box::nt) out[base + j] = static_cast<V>(base + j);
+    }
+  };
+  if (!flags.unsorted()) {
+    write_positions(buf.vals(0));
+    return;
+  }
+
+  K keys[Box::vt];
+  typename types::load_keys(temp.load_keys).Load(buf.keys(0) + base, keys, valid, K{});
+  // Is the tile sorted already? Each thread checks its own keys and the first
+  // key of the next thread (read again from global memory, where it is cached).
+  bool in_order = true;
+  int mine = valid - Box::vt * tid;  // keys of this thread in the tile
+  mine = mine < 0 ? 0 : (mine > Box::vt ? Box::vt : mine);
+#pragma unroll
+  for (int i = 1; i < Box::vt; ++i) {
+    if (i < mine) in_order &= !comp(keys[i], keys[i - 1]);
+  }
+  if (mine == Box::vt && Box::vt * (tid + 1) < valid) {
+    in_order &= !comp(buf.keys(0)[base + Box::vt * (tid + 1)], keys[Box::vt - 1]);
+  }
+  const bool tile_sorted = __syncthreads_and(in_order);
+  if (tile_sorted && dest == 0) {
+    write_positions(buf.vals(0));
+    return;
+  }
+
+  typename types::value_type vals[Box::vt];
+  if constexpr (WithValues) {
+    if constexpr (Indices) {
+#pragma unroll
+      for (int i = 0; i < Box::vt; ++i) vals[i] = static_cast<V>(base + Box::vt * tid + i);
+    } else {
+      __syncthreads();
+      typename types::load_vals(temp.load_vals).Load(vals_in + base, vals, valid);
+    }
+  }
+  if (!tile_sorted) {
+    // CUB pads a partial tile with the key it is given; it must not sort
+    // before any real key, so each thread passes its own largest.
+    K largest = keys[0];
+#pragma unroll
+    for (int i = 1; i < Box::vt; ++i) {
+      if (i < mine && comp(largest, keys[i])) largest = keys[i];
+    }
+    __syncthreads();
+    if constexpr (WithValues) {
+      typename types::sort(temp.sort).StableSort(keys, vals, comp, valid, largest);
+    } else {
+      typename types::sort(temp.sort).StableSort(keys, comp, valid, largest);
+    }
+  }
+  __syncthreads();
+  typename types::store_keys(temp.store_keys).Store(buf.keys(dest) + base, keys, valid);
+  if constexpr (WithValues) {
+    __syncthreads();
+    typename types::store_vals(temp.store_vals).Store(buf.vals(dest) + base, vals, valid);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 3. Merge passes. A pass merges groups of Ways runs of `width` keys; each
+// group's output is cut into tiles of nv, tiles_per_group per group (the last
+// group may have fewer), one CTA per tile.
+struct pass_shape {
+  index_t width;
+  index_t tiles_per_group;
+  int ways;
+  index_t num_tiles;
+};
+
+template <int Ways, class K>
+__device__ __forceinline__ run_group<Ways, K> group_at(const K* keys, index_t n, index_t width, index_t group) {
+  run_group<Ways, K> g;
+  const index_t begin = group * Ways * width;
+  g.keys = keys + begin;
+  g.width = width;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    const index_t left = n - begin - k * width;
+    g.len[k] = left <= 0 ? 0 : (left < width ? left : width);
+  }
+  return g;
+}
+
+template <int Ways, class K>
+__device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
+  index_t total = 0;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) total += g.len[k];
+  return total;
+}
+
+// One thread per tile: where the tile starts in its group's runs. The thread
+// of a group's first tile also checks whether the group is in order already
+// (each run's first key not below the previous run's last), and thread 0
+// records which buffer the pass reads.
+template <int Ways, class K, class Comp>
+__global__ void __launch_bounds__(128)
+    pass_partition_kernel(sort_buffers<K, char> buf, index_t n, pass_shape shape, index_t nv, int first_buffer,
+                          int pass, sort_flags flags, run_split<Ways>* mp, Comp comp) {
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const int src = buffer_before_pass(flags, pass, first_buffer);
+  const index_t tile = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (tile == 0) flags.source(pass) = src;
+  if (!flags.unsorted() || tile >= shape.num_tiles) return;
+  const index_t group = tile / shape.tiles_per_group;
+  const index_t local = tile % shape.tiles_per_group;
+  const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
+  if (local == 0) {
+    bool in_order = true;
+#pragma unroll
+    for (int k = 1; k < Ways; ++k) {
+      if (g.len[k] > 0) in_order &= !comp(g.keys[k * shape.width], g.keys[k * shape.width - 1]);
+    }
+    if (!in_order) flags.has_work(pass) = 1;
+  }
+  mp[tile] = group_split(g, local * nv, comp);
+}
+
+// The registers a merge-pass thread may use: like the merge kernel, many
+// threads per multiprocessor (the passes are bound by loads in flight), but
+// the two merge levels of a 4-way pass need more registers than the merge
+// kernel's 32, which spill: 2-way passes ask for three quarters of a full SM
+// (about 40 registers), 4-way passes for at least 1024 threads (64).
+// Large elements get no limit.
+template <class Box, int Ways, std::size_t ElementBytes>
+inline constexpr int pass_ctas_per_sm = [] {
+  if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
+  const int ctas = (Ways == 2 ? sm_max_threads * 3 / 4 : 1024) / Box::nt;
+  const int cap = sm_max_threads == 2048 ? 32 : 16;  // CTAs an SM holds
+  return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
+}();
+
+// The tile's piece of each run: [start[k], end[k]). A tile of a sorted input
+// ends where the next tile starts; whatever comp does, the pieces are clamped
+// to their runs and to exactly `count` keys in all, so every output position
+// is written once and every read is in range.
+template <int Ways>
+__device__ __forceinline__ void clamp_pieces(const index_t (&len)[Ways], const index_t (&start)[Ways],
+                                             index_t (&end)[Ways], index_t count) {
+  index_t total = 0;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    end[k] = end[k] < start[k] ? start[k] : (end[k] > len[k] ? len[k] : end[k]);
+    total += end[k] - start[k];
+  }
+#pragma unroll
+  for (int k = Ways - 1; k >= 0; --k) {  // too many: trim from the last run
+    const index_t cut = total - count < end[k] - start[k] ? total - count : end[k] - start[k];
+    if (cut > 0) {
+      end[k] -= cut;
+      total -= cut;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {  // too few: extend from the first
+    const index_t add = count - total < len[k] - end[k] ? count - total : len[k] - end[k];
+    if (add > 0) {
+      end[k] += add;
+      total += add;
+    }
+  }
+}
+
+template <class Box, int Ways, bool Full, class K, class V, bool WithValues, class Comp>
+__device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const run_group<Ways, K>& g,
+                                          index_t group_begin, const index_t (&start)[Ways],
+                                          const index_t (&end)[Ways], index_t out0, int count, unsigned char* smem,
+                                          Comp& comp) {
+  using layout = merge_layout<K, V, WithValues, Box::nv>;
+  K* keys = reinterpret_cast<K*>(smem + layout::keys);
+  V* vals = reinterpret_cast<V*>(smem + layout::vals);
+  tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
+  const int tid = static_cast<int>(threadIdx.x);
+
+  // The pieces side by side in shared memory; prefix[k]: where piece k starts.
+  int prefix[Ways];
+  int at = 0;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    prefix[k] = at;
+    at += static_cast<int>(end[k] - start[k]);
+  }
+  auto load = [&](auto* src_buffer, auto* dst) {
+    if constexpr (Ways == 2) {
+      load_tile<Box::nt, Box::vt, Full>(src_buffer + group_begin + start[0], prefix[1],
+                                        src_buffer + group_begin + g.width + start[1], count, dst, tid);
+    } else {
+      using P = decltype(src_buffer);
+      const P runs[4] = {src_buffer + group_begin + start[0], src_buffer + group_begin + g.width + start[1],
+                         src_buffer + group_begin + 2 * g.width + start[2],
+                         src_buffer + group_begin + 3 * g.width + start[3]};
+      load_four_runs<Box::nt, Box::vt, Full>(runs, prefix, count, dst, tid);
+    }
+  };
+  load(buf.keys(src), keys);
+  if constexpr (WithValues) load(buf.vals(src), vals);
+  __syncthreads();
+
+  K merged[Box::vt];
+  int from[Box::vt];
+  if constexpr (Ways == 4) {
+    // Level 1: (piece 0, piece 1) and (piece 2, piece 3), written back over
+    // the tile; each output's tile offset goes to `sources`.
+    cta_merge_two<Box::vt>(keys, prefix[1], prefix[2], prefix[3], count, tid, merged, from, comp);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      const int j = Box::vt * tid + i;
+      if (Full || j < count) {
+        keys[j] = merged[i];
+        if constexpr (WithValues) sources[j] = static_cast<tile_offset>(from[i]);
+      }
+    }
+    __syncthreads();
+  }
+  // The last level: the two halves.
+  cta_merge<Box::vt>(keys, Ways == 4 ? prefix[2] : prefix[1], count, tid, merged, from, comp);
+  if constexpr (WithValues) {
+    // Each output's value sits at the tile offset its key came from (through
+    // level 1's offsets for 4 ways).
+    int origin[Box::vt];
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) origin[i] = Ways == 4 ? sources[from[i] < count ? from[i] : 0] : from[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      const int j = Box::vt * tid + i;
+      if (Full || j < count) sources[j] = static_cast<tile_offset>(origin[i]);
+    }
+  } else {
+    __syncthreads();
+  }
+  store_warp_striped<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out0, count, tid);
+  if constexpr (WithValues) {
+    __syncthreads();
+    V* out = buf.vals(1 - src) + out0;
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      const int j = Box::nt * i + tid;
+      if (Full || j < count) out[j] = vals[sources[j]];
+    }
+  }
+}
+
+template <class Box, int Ways, class K, class V, bool WithValues, class Comp>
+__global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K) + (WithValues ? sizeof(V) : 0)>)
+    pass_kernel(sort_buffers<K, V> buf, index_t n, pass_shape shape, int pass, sort_flags flags,
+                const run_split<Ways>* mp, Comp comp) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  if (!flags.has_work(pass)) return;
+  const int src = flags.source(pass);
+  const index_t tile = blockIdx.x;
+  const index_t group = tile / shape.tiles_per_group;
+  const index_t local = tile % shape.tiles_per_group;
+  const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
+  const index_t size = group_size(g);
+  const index_t d0 = local * Box::nv;
+  const index_t d1 = d0 + Box::nv < size ? d0 + Box::nv : size;
+  index_t start[Ways], end[Ways];
+  const bool last_in_group = d1 == size;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    start[k] = mp[tile].s[k];
+    end[k] = last_in_group ? g.len[k] : mp[tile + 1].s[k];
+  }
+  clamp_pieces(g.len, start, end, d1 - d0);
+  const index_t group_begin = group * Ways * shape.width;
+  const int count = static_cast<int>(d1 - d0);
+  if (count == Box::nv) {
+    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, g, group_begin, start, end, group_begin + d0, count, smem,
+                                                 comp);
+  } else {
+    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, g, group_begin, start, end, group_begin + d0, count,
+                                                  smem, comp);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 4. Back to the caller's buffers when the passes left the data in scratch.
+template <class K, class V, bool WithValues>
+__global__ void __launch_bounds__(256)
+    copy_back_kernel(sort_buffers<K, V> buf, index_t n, int passes, int first_buffer, sort_flags flags) {
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  if (buffer_before_pass(flags, passes, first_buffer) == 0) return;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    buf.keys(0)[i] = buf.keys(1)[i];
+    if constexpr (WithValues) buf.vals(0)[i] = buf.vals(1)[i];
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Tuning: boxes for keys K and values V (void: keys only). Large elements get
+// fewer values per thread (scale_vt), and fewer threads when even that would
+// not fit 48 KB of shared memory; the block sort keeps a power of two
+// (cub::BlockMergeSort), the passes a multiple of 32.
+template <class K, class V>
+struct merge_sort_table {
+  static constexpr const auto& lines = tuning::merge_sort;
+  static constexpr bool pairs = !std::is_void_v<V>;
+  static constexpr std::size_t element_bytes = sizeof(K) + (pairs ? sizeof(std::conditional_t<pairs, V, char>) : 0);
+
+  static constexpr int bs_vt(const tuning::merge_sort_line& l) {
+    return pairs ? tuning::scale_vt(l.bs_vt_pairs, 8, element_bytes) : tuning::scale_vt(l.bs_vt_keys, 4, sizeof(K));
+  }
+  static constexpr int vt(const tuning::merge_sort_line& l) {
+    return pairs ? tuning::scale_vt(l.vt_pairs, 8, element_bytes) : tuning::scale_vt(l.vt_keys, 4, sizeof(K));
+  }
+  static constexpr int shrink(int nt, int vt, std::size_t bytes_per_element, bool power_of_two) {
+    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * bytes_per_element > 48 * 1024) {
+      nt = power_of_two ? nt / 2 : (nt / 2 + 31) / 32 * 32;
+    }
+    return nt;
+  }
+  template <std::size_t I>
+  static constexpr auto boxes() {
+    constexpr auto l = lines[I];
+    constexpr int bs_vt_ = bs_vt(l), vt_ = vt(l);
+    constexpr std::size_t bs_bytes = sizeof(K) > element_bytes - sizeof(K) ? sizeof(K) : element_bytes - sizeof(K);
+    constexpr std::size_t pass_bytes = element_bytes + (pairs ? sizeof(tile_offset) : 0);
+    constexpr int bs_nt = pairs ? l.bs_nt_pairs : l.bs_nt_keys;
+    return std::tuple<launch_box<shrink(bs_nt, bs_vt_, bs_bytes, true), bs_vt_>,
+                      launch_box<shrink(l.nt, vt_, pass_bytes, false), vt_>, std::integral_constant<int, l.ways>>{};
+  }
+};
+
+// How the passes go for n keys after a block sort of tiles of `first_width`:
+// 2-way passes, or with max_ways = 4, one 2-way pass when the number of
+// levels is odd, then 4-way passes.
+inline std::vector<pass_shape> plan_passes(index_t n, index_t first_width, index_t nv, int max_ways) {
+  int levels = 0;
+  for (index_t w = first_width; w < n; w *= 2) ++levels;
+  std::vector<pass_shape> passes;
+  index_t width = first_width;
+  for (int left = levels; left > 0;) {
+    const int ways = max_ways == 2 || left % 2 == 1 ? 2 : 4;
+    const index_t group = width * ways;
+    const index_t groups = (n + group - 1) / group;
+    const index_t tiles_per_group = (group + nv - 1) / nv;
+    const index_t last = n - (groups - 1) * group;
+    passes.push_back({width, tiles_per_group, ways, (groups - 1) * tiles_per_group + (last + nv - 1) / nv});
+    width = group;
+    left -= ways == 2 ? 1 : 2;
+  }
+  return passes;
+}
+
+template <class T>
+std::size_t bytes_of(index_t n) {
+  return align_up(sizeof(T) * static_cast<std::size_t>(n), 256);
+}
+
+template <class BsBox, class Box, int MaxWays, class Policy, class K, class V, bool WithValues, bool Indices,
+          class ValsIn, class Comp>
+void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
+                       Comp comp, const char* algorithm) {
+  static_assert((BsBox::nt & (BsBox::nt - 1)) == 0,
+                "libmerge::merge_sort: the block-sort launch box needs a power-of-two nt (cub::BlockMergeSort)");
+  const index_t block_tiles = (n + BsBox::nv - 1) / BsBox::nv;
+  const std::vector<pass_shape> passes = plan_passes(n, BsBox::nv, Box::nv, MaxWays);
+  const int num_passes = static_cast<int>(passes.size());
+  index_t max_tiles = 0;
+  for (const auto& p : passes) max_tiles = std::max(max_tiles, p.num_tiles);
+  if (block_tiles > 0x7fffffff || max_tiles > 0x7fffffff / 32) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm +
+                                ": input too large for one grid with this launch box");
+  }
+  // An even number of passes ends where the block sort writes: so the block
+  // sort writes the caller's buffer for an even count, scratch for an odd one,
+  // and a sort whose every pass has work needs no copy back.
+  const int first_buffer = num_passes % 2;
+
+  using types = block_sort_types<BsBox, K, V, WithValues, Indices>;
+  using layout = merge_layout<K, V, WithValues, Box::nv>;
+  auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp>;
+  auto pass2 = pass_kernel<Box, 2, K, V, WithValues, Comp>;
+  // Without 4-way passes the 2-way kernel stands in (never launched as such).
+  auto pass4 = pass_kernel<Box, MaxWays, K, V, WithValues, Comp>;
+  const std::size_t bs_smem = sizeof(typename types::temp_storage);
+  prepare_shared_memory(bs_kernel, bs_smem, dev, BsBox::nt, BsBox::vt, algorithm);
+  if (num_passes > 0) {
+    prepare_shared_memory(pass2, layout::bytes, dev, Box::nt, Box::vt, algorithm);
+    prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
+  }
+
+  // One allocation: the scratch copy of keys and values, the flags and the
+  // partitions of the largest pass. Taken before anything runs, so a failed
+  // allocation leaves the caller's data as it was.
+  const cudaStream_t stream = policy.stream();
+  const std::size_t scratch_keys = num_passes > 0 ? bytes_of<K>(n) : 0;
+  const std::size_t scratch_vals = num_passes > 0 && WithValues ? bytes_of<V>(n) : 0;
+  const std::size_t flag_bytes = align_up(sizeof(int) * sort_flags::count(num_passes), 256);
+  const std::size_t split_bytes = sizeof(run_split<4>) * static_cast<std::size_t>(max_tiles + 1);
+  const std::size_t temp_bytes = scratch_keys + scratch_vals + flag_bytes + split_bytes;
+  temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
+  unsigned char* t = temp.template as<unsigned char>();
+  const sort_buffers<K, V> buf{keys, reinterpret_cast<K*>(t), vals, reinterpret_cast<V*>(t + scratch_keys)};
+  sort_flags flags{reinterpret_cast<int*>(t + scratch_keys + scratch_vals)};
+  void* splits = t + scratch_keys + scratch_vals + flag_bytes;
+
+  check_cuda(cudaMemsetAsync(flags.f, 0, sizeof(int) * sort_flags::count(num_passes), stream), algorithm,
+             "cudaMemsetAsync");
+  constexpr int check_nt = 256;
+  const index_t check_blocks = std::min<index_t>((n + check_nt * 8 - 1) / (check_nt * 8), 4 * dev.sms);
+  launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
+         "sortedness_kernel", static_cast<const K*>(keys), n, flags, comp);
+  launch(bs_kernel, block_tiles, BsBox::nt, bs_smem, stream, true, dev, algorithm, "block_sort_kernel", buf, vals_in,
+         n, first_buffer, flags, comp);
+  const sort_buffers<K, char> key_buf{buf.keys0, buf.keys1, nullptr, nullptr};
+  for (int p = 0; p < num_passes; ++p) {
+    const pass_shape& s = passes[p];
+    const index_t part_blocks = (s.num_tiles + 127) / 128;
+    if (s.ways == 2) {
+      auto* mp = static_cast<run_split<2>*>(splits);
+      launch(pass_partition_kernel<2, K, Comp>, part_blocks, 128, 0, stream, true, dev, algorithm,
+             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), first_buffer, p, flags, mp, comp);
+      launch(pass2, s.num_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, s, p,
+             flags, static_cast<const run_split<2>*>(mp), comp);
+    } else if constexpr (MaxWays == 4) {
+      auto* mp = static_cast<run_split<4>*>(splits);
+      launch(pass_partition_kernel<4, K, Comp>, part_blocks, 128, 0, stream, true, dev, algorithm,
+             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), first_buffer, p, flags, mp, comp);
+      launch(pass4, s.num_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, s, p,
+             flags, static_cast<const run_split<4>*>(mp), comp);
+    }
+  }
+  if (num_passes > 0) {
+    launch(copy_back_kernel<K, V, WithValues>, std::min<index_t>((n + 255) / 256, 8 * dev.sms), 256, 0, stream,
+           true, dev, algorithm, "copy_back_kernel", buf, n, num_passes, first_buffer, flags);
+  }
+  if (policy.synchronizes()) {
+    check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
+  }
+  const bool tuned = std::is_same_v<typename Policy::box_type, tuned_launch_box>;
+  print_plan<BsBox>(dev, algorithm, "block sort", kernel_arch(reinterpret_cast<const void*>(bs_kernel), dev, algorithm),
+                    tuned, block_tiles, temp_bytes, bs_smem);
+  if (num_passes > 0 && debug_enabled()) {
+    std::fprintf(stderr, "libmerge::%s: %d merge passes:", algorithm, num_passes);
+    for (const auto& s : passes) std::fprintf(stderr, " %d-way of width %lld,", s.ways, static_cast<long long>(s.width));
+    std::fprintf(stderr, "\n");
+    print_plan<Box>(dev, algorithm, "merge passes", kernel_arch(reinterpret_cast<const void*>(pass4), dev, algorithm),
+                    tuned, max_tiles, temp_bytes, layout::bytes);
+  }
+}
+
+// The boxes of this call: the policy's (one for both stages, or two), else
+// the tuning table's line for the architecture the block sort was compiled for.
+template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp, class F>
+void with_sort_boxes(const device_info& dev, const char* algorithm, F&& f) {
+  using Box = typename Policy::box_type;
+  if constexpr (std::is_same_v<Box, tuned_launch_box>) {
+    using table = merge_sort_table<K, std::conditional_t<WithValues, V, void>>;
+    with_tuned_boxes<table>(dev, algorithm,
+                            [](auto bs_box, auto, auto) {
+                              return block_sort_kernel<decltype(bs_box), K, V, WithValues, Indices, ValsIn, Comp>;
+                            },
+                            f);
+  } else if constexpr (std::is_same_v<Box, typename merge_box_of<Box>::type>) {
+    f(Box{}, Box{}, std::integral_constant<int, 2>{});
+  } else {
+    f(typename Box::block_sort{}, typename Box::merge{}, std::integral_constant<int, Box::ways>{});
+  }
+}
+
+template <class Policy, class KeysIt, class ValsIn, class ValsOut, class Comp>
+void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp comp) {
+  constexpr bool with_values = has_values<ValsOut>;
+  constexpr bool indices = !std::is_same_v<ValsIn, ValsOut>;
+  const char* algorithm = indices ? "merge_sort_indices" : (with_values ? "merge_sort_by_key" : "merge_sort");
+  const device_info& dev = current_device(algorithm);
+  auto d_keys = to_device(keys, n, dev, algorithm, with_values ? "keys_first" : "first");
+  auto d_vals = to_device(vals_out, n, dev, algorithm, indices ? "indices_first" : "values_first");
+  static_assert(std::is_pointer_v<decltype(d_keys)>,
+                "libmerge::merge_sort (CUDA backend): keys must be contiguous device memory (a raw pointer, "
+                "thrust::device_ptr or a thrust::device_vector iterator)");
+  static_assert(!with_values || std::is_pointer_v<decltype(d_vals)>,
+                "libmerge::merge_sort (CUDA backend): values and indices must be contiguous device memory (a raw "
+                "pointer, thrust::device_ptr or a thrust::device_vector iterator)");
+  using K = std::remove_pointer_t<decltype(d_keys)>;
+  using V = std::conditional_t<with_values, std::remove_pointer_t<decltype(d_vals)>, char>;
+  static_assert(!std::is_const_v<K> && !std::is_const_v<V>, "libmerge::merge_sort: the ranges must be writable");
+  static_assert(std::is_trivially_copyable_v<K> && std::is_default_constructible_v<K>,
+                "libmerge (CUDA backend): keys must be trivially copyable and default-constructible");
+  static_assert(std::is_trivially_copyable_v<V> && std::is_default_constructible_v<V>,
+                "libmerge (CUDA backend): values must be trivially copyable and default-constructible");
+  V* vals = nullptr;
+  if constexpr (with_values) vals = d_vals;
+  // Values read by the block sort: the caller's (by key) or positions (indices).
+  auto d_vals_in = [&] {
+    if constexpr (indices) return vals_in;
+    else return vals;
+  }();
+  using ValsInD = decltype(d_vals_in);
+  constexpr std::size_t bytes = sizeof(K) + (with_values ? sizeof(V) : 0);
+  if constexpr (bytes > max_element_bytes) {
+    throw_element_too_large(algorithm, bytes);
+  } else {
+    with_sort_boxes<Policy, K, V, with_values, indices, ValsInD, Comp>(
+        dev, algorithm, [&](auto bs_box, auto box, auto ways) {
+          launch_merge_sort<decltype(bs_box), decltype(box), decltype(ways)::value, Policy, K, V, with_values,
+                            indices>(policy, dev, d_keys, n, d_vals_in, vals, comp, algorithm);
+        });
+  }
+}
+
+}  // namespace libmerge::detail::cuda_backend
+
+namespace libmerge::detail {
+
+template <>
+struct backend_impl<algo::merge_sort, backend::cuda> {
+  static constexpr bool available = true;
+
+  template <class Policy, class... Args>
+  static void run(const Policy& policy, Args... args) {
+    cuda_backend::merge_sort(policy, args...);
+  }
+};
+
+}  // namespace libmerge::detail
