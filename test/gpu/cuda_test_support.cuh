@@ -1,7 +1,11 @@
 // Helpers for the GPU tests: host/device copies and the tuned tile size.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <new>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -10,6 +14,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "check.hpp"
+#include "test_support.hpp"
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
@@ -17,6 +22,8 @@
 #include <libmerge/libmerge.hpp>
 
 namespace cuda_test {
+
+using test_support::record;
 
 template <class T>
 thrust::device_vector<T> to_device(const std::vector<T>& v) {
@@ -48,5 +55,74 @@ inline std::vector<long long> tile_boundary_sizes(long long nv) {
   sizes.push_back(1000003);
   return sizes;
 }
+
+// LIBMERGE_TEST_QUICK=1 (used under compute-sanitizer) keeps every test case
+// and every tile-boundary kind (partial, full, one past) but drops the large
+// sizes and most splits.
+inline bool quick() {
+  const char* v = std::getenv("LIBMERGE_TEST_QUICK");
+  return v != nullptr && *v != '\0' && *v != '0';
+}
+
+// A value no generator produces, so an unwritten output cannot pass.
+template <class T>
+T poison() {
+  if constexpr (std::is_same_v<T, record>) {
+    return record{-12345, -1, -1};
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return T(-7777.125);
+  } else if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(0x5a5a5a5a5a5a5a5aull);
+  } else {
+    T t{};
+    std::memset(static_cast<void*>(&t), 0x5a, sizeof(T));
+    return t;
+  }
+}
+
+// An allocator that counts its calls and the blocks it has out, and the
+// largest request.
+struct counting_allocator {
+  std::atomic<int>* live;
+  std::atomic<int>* calls;
+  std::atomic<std::size_t>* largest = nullptr;
+  void* allocate(std::size_t bytes, cudaStream_t stream) {
+    void* p = nullptr;
+    if (largest != nullptr && bytes > largest->load()) largest->store(bytes);
+    if (cudaMallocAsync(&p, bytes, stream) != cudaSuccess) throw std::bad_alloc();
+    ++*live;
+    ++*calls;
+    return p;
+  }
+  void deallocate(void* p, std::size_t, cudaStream_t stream) noexcept {
+    cudaFreeAsync(p, stream);
+    --*live;
+  }
+};
+
+// A kernel that holds its stream until the host raises a flag (or ~2 s pass).
+static __global__ void hold_stream(volatile int* flag, int* timed_out, long long max_cycles) {
+  const long long start = clock64();
+  while (*flag == 0) {
+    if (clock64() - start > max_cycles) {
+      *timed_out = 1;
+      return;
+    }
+  }
+}
+
+struct stream_gate {
+  int* host = nullptr;   // [0] flag, [1] timed out
+  int* device = nullptr;
+  stream_gate() {
+    BOOST_REQUIRE_EQUAL(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped), cudaSuccess);
+    host[0] = host[1] = 0;
+    BOOST_REQUIRE_EQUAL(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device), host, 0), cudaSuccess);
+  }
+  ~stream_gate() { cudaFreeHost(host); }
+  void close(cudaStream_t s) { hold_stream<<<1, 1, 0, s>>>(device, device + 1, 4000000000LL); }
+  void open() { *reinterpret_cast<volatile int*>(host) = 1; }
+  bool timed_out() const { return host[1] != 0; }
+};
 
 }  // namespace cuda_test

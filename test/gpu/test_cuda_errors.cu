@@ -175,3 +175,71 @@ BOOST_AUTO_TEST_CASE(registered_host_memory_is_accepted) {
   for (auto* v : {&ha, &hb, &hout}) cudaHostUnregister(v->data());
   check_same(hout, expected, "registered host memory");
 }
+
+// merge_sort: host pointers are rejected by name, a failed allocation is an
+// lm::cuda_error, and in both cases the caller's keys and values are as they
+// were (nothing runs before the temporary storage is in hand).
+BOOST_AUTO_TEST_CASE(merge_sort_errors_leave_the_data_intact) {
+  std::vector<int> hk = iota_vector(50000, -7), hv = iota_vector(50000, 1);
+  auto dk = to_device(hk), dv = to_device(hv);
+  int* k = thrust::raw_pointer_cast(dk.data());
+  int* v = thrust::raw_pointer_cast(dv.data());
+  expect_error<std::invalid_argument>([&] { lm::merge_sort(lm::cuda::par, hk.data(), hk.data() + hk.size()); },
+                                      {"libmerge::merge_sort", "first", "host memory"});
+  expect_error<std::invalid_argument>([&] { lm::merge_sort_by_key(lm::cuda::par, k, k + hk.size(), hv.data()); },
+                                      {"libmerge::merge_sort_by_key", "values_first", "host memory"});
+  std::vector<long long> hidx(hk.size(), -1);
+  expect_error<std::invalid_argument>(
+      [&] { lm::merge_sort_indices(lm::cuda::par, k, k + hk.size(), hidx.data()); },
+      {"libmerge::merge_sort_indices", "indices_first", "host memory"});
+  expect_error<lm::cuda_error>(
+      [&] { lm::merge_sort_by_key(lm::cuda::par.with_allocator(failing_allocator{}), k, k + hk.size(), v); },
+      {"libmerge::merge_sort_by_key", "cudaErrorMemoryAllocation", "temporary storage"});
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(dk), hk, "keys untouched");
+  check_same(to_host(dv), hv, "values untouched");
+}
+
+// Elements above the CUDA backend's 1 KB limit are refused up front with the
+// numbers, the caller's data untouched; everything up to 1 KB works (the
+// element-size ladder: test_cuda_element_sizes).
+template <int Bytes>
+struct blob {
+  int key;
+  unsigned char rest[Bytes - 4];
+};
+struct blob_less {
+  template <int B>
+  __host__ __device__ bool operator()(const blob<B>& x, const blob<B>& y) const {
+    return x.key < y.key;
+  }
+};
+
+// Raw device memory, not device_vector: Thrust's own kernels for 8 KB
+// elements would take minutes to compile.
+template <int Bytes>
+void check_refused() {
+  using T = blob<Bytes>;
+  T* a = nullptr;
+  BOOST_REQUIRE_EQUAL(cudaMalloc(&a, 256 * sizeof(T)), cudaSuccess);
+  BOOST_REQUIRE_EQUAL(cudaMemset(a, 0x11, 256 * sizeof(T)), cudaSuccess);
+  T* b = a + 64;
+  T* out = a + 128;
+  const std::string size = std::to_string(Bytes) + " bytes";
+  expect_error<std::invalid_argument>([&] { lm::merge(lm::cuda::par, a, a + 64, b, b + 64, out, blob_less()); },
+                                      {"libmerge::merge", size, "1024"});
+  expect_error<std::invalid_argument>([&] { lm::merge_sort(lm::cuda::par, a, a + 64, blob_less()); },
+                                      {"libmerge::merge_sort", size, "1024"});
+  thrust::device_vector<int> k(64, 1);
+  expect_error<std::invalid_argument>([&] { lm::merge_sort_by_key(lm::cuda::par, k.begin(), k.end(), a); },
+                                      {"libmerge::merge_sort_by_key", std::to_string(Bytes + 4) + " bytes"});
+  std::vector<unsigned char> host(256 * sizeof(T));
+  BOOST_REQUIRE_EQUAL(cudaMemcpy(host.data(), a, host.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  BOOST_CHECK(std::all_of(host.begin(), host.end(), [](unsigned char c) { return c == 0x11; }));
+  cudaFree(a);
+}
+
+BOOST_AUTO_TEST_CASE(elements_above_the_limit_are_refused) {
+  check_refused<4096>();
+  check_refused<8192>();
+}

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/sequence.h>
 
 #include "cuda_test_support.cuh"
 
@@ -82,4 +83,55 @@ BOOST_AUTO_TEST_CASE(merge_by_key_beyond_2_pow_31) {
                    thrust::counting_iterator<std::int64_t>(na), expected_keys.begin(), expected_vals.begin());
   BOOST_CHECK(std::memcmp(keys.data(), expected_keys.data(), expected_keys.size()) == 0);
   BOOST_CHECK(std::memcmp(vals.data(), expected_vals.data(), expected_vals.size() * sizeof(std::int64_t)) == 0);
+}
+
+// merge_sort beyond 2^31 keys: 1-byte keys, keys only and by key. The expected
+// result comes from a stable counting sort on the host; by key, the values
+// are each key's original position modulo 2^16 (checked as a sequence per key
+// value, which a non-stable or 32-bit-indexed sort would get wrong).
+BOOST_AUTO_TEST_CASE(merge_sort_beyond_2_pow_31) {
+  const std::int64_t n = (std::int64_t(1) << 31) + (1 << 20) + 13;
+  std::vector<std::int8_t> keys(static_cast<std::size_t>(n));
+  std::mt19937_64 rng(5);
+  for (auto& k : keys) k = static_cast<std::int8_t>(rng() >> 56);
+  std::vector<std::int64_t> count(256, 0);
+  for (auto k : keys) ++count[static_cast<std::uint8_t>(k) ^ 0x80];  // signed order
+
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    thrust::device_vector<std::int8_t> d(keys.begin(), keys.end());
+    lm::merge_sort(lm::cuda::par, d.begin(), d.end());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    const auto got = cuda_test::to_host(d);
+    BOOST_TEST_MESSAGE("GPU merge_sort of " << n << " keys and copies: " << seconds_since(t0) << " s");
+    std::int64_t at = 0;
+    bool ok = true;
+    for (int b = 0; b < 256 && ok; ++b) {
+      const auto value = static_cast<std::int8_t>(b ^ 0x80);
+      for (std::int64_t i = 0; i < count[b]; ++i) ok &= got[static_cast<std::size_t>(at + i)] == value;
+      at += count[b];
+    }
+    BOOST_CHECK_MESSAGE(ok, "merge_sort beyond 2^31: wrong keys");
+  }
+  t0 = std::chrono::steady_clock::now();
+  {
+    thrust::device_vector<std::int8_t> d(keys.begin(), keys.end());
+    thrust::device_vector<std::uint16_t> v(static_cast<std::size_t>(n));
+    thrust::sequence(v.begin(), v.end());  // position mod 2^16
+    lm::merge_sort_by_key(lm::cuda::par, d.begin(), d.end(), v.begin());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    const auto got_keys = cuda_test::to_host(d);
+    const auto got_vals = cuda_test::to_host(v);
+    BOOST_TEST_MESSAGE("GPU merge_sort_by_key of " << n << " pairs and copies: " << seconds_since(t0) << " s");
+    std::vector<std::int64_t> start(256, 0);
+    for (int b = 1; b < 256; ++b) start[b] = start[b - 1] + count[b - 1];
+    bool ok = true;
+    for (std::int64_t i = 0; i < n && ok; ++i) {  // stable: each key's positions in input order
+      const int b = static_cast<std::uint8_t>(keys[static_cast<std::size_t>(i)]) ^ 0x80;
+      const std::int64_t at = start[b]++;
+      ok &= got_keys[static_cast<std::size_t>(at)] == keys[static_cast<std::size_t>(i)] &&
+            got_vals[static_cast<std::size_t>(at)] == static_cast<std::uint16_t>(i);
+    }
+    BOOST_CHECK_MESSAGE(ok, "merge_sort_by_key beyond 2^31: wrong keys or values");
+  }
 }

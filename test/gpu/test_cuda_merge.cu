@@ -29,19 +29,15 @@
 
 namespace lm = libmerge;
 using namespace test_support;
+using cuda_test::counting_allocator;
+using cuda_test::poison;
+using cuda_test::quick;
+using cuda_test::stream_gate;
 using cuda_test::to_device;
 using cuda_test::to_host;
 using test_support::check_same;
 
 namespace {
-
-// LIBMERGE_TEST_QUICK=1 (used under compute-sanitizer) keeps every test case
-// and every tile-boundary kind (partial, full, one past) but drops the large
-// sizes and most splits.
-bool quick() {
-  const char* v = std::getenv("LIBMERGE_TEST_QUICK");
-  return v != nullptr && *v != '\0' && *v != '0';
-}
 
 std::vector<long long> sizes_for(long long nv) {
   if (quick()) return {1, 3, nv - 1, nv, nv + 1, 2 * nv + 1};
@@ -59,22 +55,6 @@ std::vector<std::pair<long long, long long>> splits(long long n, std::mt19937_64
     s.push_back({r, n - r});
   }
   return s;
-}
-
-// A value no generator produces, so an unwritten output cannot pass.
-template <class T>
-T poison() {
-  if constexpr (std::is_same_v<T, record>) {
-    return record{-12345, -1, -1};
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return T(-7777.125);
-  } else if constexpr (std::is_integral_v<T>) {
-    return static_cast<T>(0x5a5a5a5a5a5a5a5aull);
-  } else {
-    T t{};
-    std::memset(static_cast<void*>(&t), 0x5a, sizeof(T));
-    return t;
-  }
 }
 
 template <class T>
@@ -285,22 +265,6 @@ BOOST_AUTO_TEST_CASE(merge_with_thrust_policies) {
 
 // Temporary storage comes from the caller's allocator when the policy has one,
 // and every allocation is given back.
-struct counting_allocator {
-  std::atomic<int>* live;
-  std::atomic<int>* calls;
-  void* allocate(std::size_t bytes, cudaStream_t stream) {
-    void* p = nullptr;
-    if (cudaMallocAsync(&p, bytes, stream) != cudaSuccess) throw std::bad_alloc();
-    ++*live;
-    ++*calls;
-    return p;
-  }
-  void deallocate(void* p, std::size_t, cudaStream_t stream) noexcept {
-    cudaFreeAsync(p, stream);
-    --*live;
-  }
-};
-
 BOOST_AUTO_TEST_CASE(merge_uses_the_policys_allocator) {
   std::atomic<int> live{0}, calls{0};
   const auto policy = lm::cuda::par.with_allocator(counting_allocator{&live, &calls});
@@ -311,31 +275,6 @@ BOOST_AUTO_TEST_CASE(merge_uses_the_policys_allocator) {
   BOOST_CHECK_EQUAL(calls.load(), 2);
   BOOST_CHECK_EQUAL(live.load(), 0);
 }
-
-// A kernel that holds its stream until the host raises a flag (or ~2 s pass).
-__global__ void hold_stream(volatile int* flag, int* timed_out, long long max_cycles) {
-  const long long start = clock64();
-  while (*flag == 0) {
-    if (clock64() - start > max_cycles) {
-      *timed_out = 1;
-      return;
-    }
-  }
-}
-
-struct stream_gate {
-  int* host = nullptr;   // [0] flag, [1] timed out
-  int* device = nullptr;
-  stream_gate() {
-    BOOST_REQUIRE_EQUAL(cudaHostAlloc(&host, 2 * sizeof(int), cudaHostAllocMapped), cudaSuccess);
-    host[0] = host[1] = 0;
-    BOOST_REQUIRE_EQUAL(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device), host, 0), cudaSuccess);
-  }
-  ~stream_gate() { cudaFreeHost(host); }
-  void close(cudaStream_t s) { hold_stream<<<1, 1, 0, s>>>(device, device + 1, 4000000000LL); }
-  void open() { *reinterpret_cast<volatile int*>(host) = 1; }
-  bool timed_out() const { return host[1] != 0; }
-};
 
 // No device-wide synchronization and no device-to-host copy inside merge: the
 // call returns while its stream is still held by an earlier kernel, and a

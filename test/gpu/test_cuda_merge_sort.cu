@@ -1,0 +1,493 @@
+// CUDA merge_sort, merge_sort_by_key and merge_sort_indices against
+// std::stable_sort (and the serial backend): every key type, sizes at every
+// tile and pass boundary of several launch boxes (computed here from the boxes),
+// structured inputs, comparators, policies, streams, allocators and a
+// comparator that is not a strict weak order.
+#define BOOST_TEST_MODULE cuda_merge_sort
+#include <boost/test/included/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <thrust/device_ptr.h>
+#include <thrust/execution_policy.h>
+#include <thrust/fill.h>
+
+#include "cuda_test_support.cuh"
+#include "test_support.hpp"
+
+namespace lm = libmerge;
+using namespace test_support;
+using cuda_test::counting_allocator;
+using cuda_test::poison;
+using cuda_test::quick;
+using cuda_test::stream_gate;
+using cuda_test::to_device;
+using cuda_test::to_host;
+
+namespace {
+
+// Structs of 32 and 128 bytes ordered by `key` alone; `tag` exposes instability.
+template <int Bytes>
+struct wide {
+  std::int64_t key;
+  std::int64_t tag;
+  unsigned char pad[Bytes - 16];
+};
+static_assert(sizeof(wide<32>) == 32 && sizeof(wide<128>) == 128, "wide sizes");
+struct wide_less {
+  template <int B>
+  LIBMERGE_HOST_DEVICE bool operator()(const wide<B>& x, const wide<B>& y) const {
+    return x.key < y.key;
+  }
+};
+template <int B>
+bool operator==(const wide<B>& x, const wide<B>& y) {
+  return x.key == y.key && x.tag == y.tag && std::memcmp(x.pad, y.pad, sizeof x.pad) == 0;
+}
+template <int B>
+bool operator!=(const wide<B>& x, const wide<B>& y) {
+  return !(x == y);
+}
+template <int B>
+std::ostream& operator<<(std::ostream& os, const wide<B>& w) {
+  return os << "{" << w.key << "," << w.tag << "}";
+}
+
+// Inputs beyond the generic distributions: sorted runs and nearly sorted.
+enum class shape { generic, sorted_runs, nearly_sorted };
+
+template <class T, class Comp>
+std::vector<T> make_input(long long n, distribution d, shape s, std::uint64_t seed, Comp comp) {
+  std::vector<T> v;
+  if constexpr (std::is_same_v<T, wide<32>> || std::is_same_v<T, wide<128>>) {
+    std::mt19937_64 rng(seed);
+    v.resize(static_cast<std::size_t>(n));
+    for (long long i = 0; i < n; ++i) {
+      T w{};
+      w.key = d == distribution::all_equal ? 7 : static_cast<std::int64_t>(rng() % (d == distribution::few_distinct ? 5 : 100000));
+      w.tag = i;
+      for (std::size_t b = 0; b < sizeof w.pad; ++b) w.pad[b] = static_cast<unsigned char>(i + b);
+      v[static_cast<std::size_t>(i)] = w;
+    }
+    if (d == distribution::sorted) std::stable_sort(v.begin(), v.end(), comp);
+    if (d == distribution::reversed) std::stable_sort(v.begin(), v.end(), [&](const T& x, const T& y) { return comp(y, x); });
+  } else {
+    v = generate<T>(n, d, seed, comp);
+  }
+  std::mt19937_64 rng(seed ^ 0x5555);
+  if (s == shape::sorted_runs) {
+    const long long run = 1 + static_cast<long long>(rng() % 3000);
+    for (long long i = 0; i < n; i += run) std::stable_sort(v.begin() + i, v.begin() + std::min(n, i + run), comp);
+  } else if (s == shape::nearly_sorted) {
+    std::stable_sort(v.begin(), v.end(), comp);
+    for (long long k = 0; k < n / 100 + 1 && n > 1; ++k) {
+      std::swap(v[rng() % static_cast<std::uint64_t>(n)], v[rng() % static_cast<std::uint64_t>(n)]);
+    }
+  }
+  return v;
+}
+
+// One key type through all three sorts with `policy`, against std::stable_sort
+// (keys), the stable permutation (values = original positions, indices).
+// The outputs start poisoned twice over for 1-byte keys, where any poison is
+// also a possible key: a position left unwritten cannot match both times.
+template <class T, class Policy, class Comp>
+void check_sorts(const Policy& policy, const std::vector<T>& keys, Comp comp, const std::string& what) {
+  const auto expected = reference_sort(keys, comp);
+  const auto perm = reference_permutation(keys, comp);
+  {
+    auto d = to_device(keys);
+    lm::merge_sort(policy, d.begin(), d.end(), comp);
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(d), expected, what + " merge_sort");
+  }
+  {
+    auto d = to_device(keys);
+    std::vector<std::int32_t> pos(keys.size());
+    std::iota(pos.begin(), pos.end(), 0);
+    auto dv = to_device(pos);
+    lm::merge_sort_by_key(policy, d.begin(), d.end(), dv.begin(), comp);
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(d), expected, what + " merge_sort_by_key (keys)");
+    std::vector<std::int32_t> ev(perm.begin(), perm.end());
+    check_same(to_host(dv), ev, what + " merge_sort_by_key (values)");
+  }
+  for (std::int64_t fill : {std::int64_t(-3), std::int64_t(0x7edcba9876543210)}) {
+    auto d = to_device(keys);
+    thrust::device_vector<std::int64_t> idx(keys.size(), fill);
+    lm::merge_sort_indices(policy, d.begin(), d.end(), idx.begin(), comp);
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(d), expected, what + " merge_sort_indices (keys)");
+    check_same(to_host(idx), perm, what + " merge_sort_indices (indices)");
+    if (sizeof(T) > 1) break;
+  }
+}
+
+const distribution every_distribution[] = {distribution::random, distribution::sorted, distribution::reversed,
+                                           distribution::all_equal, distribution::few_distinct};
+
+// Sizes at the boundaries of a block-sort tile of t keys and merge tiles of
+// nv: partial tiles, one-past, and every pass kind (2-way first when the
+// level count is odd, 4-way, a partial last group).
+std::vector<long long> boundary_sizes(long long t, long long nv) {
+  std::vector<long long> s = {2, 3, t - 1, t, t + 1, 2 * t - 1, 2 * t + 1, 3 * t + 7, 4 * t - 1, 4 * t, 4 * t + 1};
+  if (!quick()) {
+    for (long long k : {5LL, 8LL, 9LL, 16LL, 17LL, 33LL}) s.insert(s.end(), {k * t - 1, k * t + 3});
+    s.insert(s.end(), {nv - 1, nv + 1, 2 * t + nv, 16 * t + 2 * nv - 1});
+  }
+  s.erase(std::remove_if(s.begin(), s.end(), [](long long n) { return n < 2; }), s.end());
+  return s;
+}
+
+template <class T, class Comp, class Policy>
+void sweep(const Policy& policy, long long t, long long nv, Comp comp, const char* what, std::uint64_t seed) {
+  for (long long n : boundary_sizes(t, nv)) {
+    for (distribution d : every_distribution) {
+      std::ostringstream os;
+      os << what << " n=" << n << " " << name(d);
+      check_sorts(policy, make_input<T>(n, d, shape::generic, seed + n, comp), comp, os.str());
+    }
+  }
+}
+
+// Elements per tile of the tuned boxes for keys T and values V (void: keys).
+template <class T, class V = void>
+std::pair<long long, long long> tuned_tiles() {
+  using table = lm::detail::cuda_backend::merge_sort_table<T, V>;
+  const auto boxes = table::template boxes<1>();  // the sm_90 line
+  using bs = std::tuple_element_t<0, decltype(boxes)>;
+  using mb = std::tuple_element_t<1, decltype(boxes)>;
+  return {bs::nv, mb::nv};
+}
+
+using sort_key_types = std::tuple<std::int8_t, std::int32_t, std::uint32_t, std::int64_t, float, double, record>;
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(sort_tuned_boxes, T, sort_key_types) {
+  const auto [t, nv] = tuned_tiles<T>();
+  sweep<T>(lm::cuda::par, t, nv, lm::less<>(), "tuned", 100);
+  if constexpr (std::is_same_v<T, record>) sweep<T>(lm::cuda::par, t, nv, record_less(), "tuned record_less", 101);
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(sort_greater, T, sort_key_types) {
+  const long long n = quick() ? 5000 : 300001;
+  for (distribution d : every_distribution) {
+    check_sorts(lm::cuda::par, make_input<T>(n, d, shape::generic, 7, lm::greater<>()), lm::greater<>(),
+                std::string("greater ") + name(d));
+  }
+}
+
+// Custom boxes; tile sizes computed here. Small tiles make many passes at
+// small sizes: 2-way and 4-way passes, partial groups, odd vt.
+BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
+  sweep<std::int32_t>(lm::cuda::par.with(lm::launch_box<64, 3>{}), 64 * 3, 64 * 3, lm::less<>(), "box 64x3", 200);
+  sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<lm::launch_box<64, 3>, lm::launch_box<64, 3>, 4>{}),
+                      64 * 3, 64 * 3, lm::less<>(), "boxes 64x3 4-way", 204);
+  sweep<record>(lm::cuda::par.with(lm::launch_boxes<lm::launch_box<32, 3>, lm::launch_box<96, 5>, 4>{}), 32 * 3,
+                96 * 5, record_less(), "record boxes 32x3 96x5 4-way", 205);
+  sweep<std::int32_t>(lm::cuda::par.with(lm::launch_box<128, 7>{}, lm::launch_box<96, 5>{}), 128 * 7, 96 * 5,
+                      lm::less<>(), "boxes 128x7 96x5", 201);
+  sweep<std::int64_t>(lm::cuda::par.with(lm::launch_box<32, 1>{}, lm::launch_box<32, 2>{}), 32, 64, lm::less<>(),
+                      "boxes 32x1 32x2", 202);
+  sweep<record>(lm::cuda::par.with(lm::launch_box<256, 4>{}, lm::launch_box<64, 9>{}), 256 * 4, 64 * 9, record_less(),
+                "record boxes 256x4 64x9", 203);
+}
+
+BOOST_AUTO_TEST_CASE(sort_structured_inputs) {
+  const auto [t, nv] = tuned_tiles<std::int32_t>();
+  (void)nv;
+  for (long long n : {3 * t + 11, 40 * t + 1, quick() ? 50000LL : 2000003LL}) {
+    for (shape s : {shape::sorted_runs, shape::nearly_sorted}) {
+      for (distribution d : {distribution::random, distribution::few_distinct}) {
+        std::ostringstream os;
+        os << (s == shape::sorted_runs ? "sorted runs" : "nearly sorted") << " " << name(d) << " n=" << n;
+        check_sorts(lm::cuda::par, make_input<std::int32_t>(n, d, s, 300 + n, lm::less<>()), lm::less<>(), os.str());
+        check_sorts(lm::cuda::par.with(lm::launch_box<64, 3>{}),
+                    make_input<std::int64_t>(n / 8 + 2, d, s, 301 + n, lm::less<>()), lm::less<>(),
+                    os.str() + " box 64x3");
+      }
+    }
+  }
+}
+
+// Runs that line up with the passes: whole passes are skipped on the device,
+// and the data must still end in the caller's range.
+BOOST_AUTO_TEST_CASE(sort_aligned_sorted_runs) {
+  using box = lm::launch_box<64, 3>;
+  using four_way = lm::launch_boxes<box, box, 4>;
+  const long long t = 64 * 3;
+  for (long long run : {t, 4 * t, 8 * t, 64 * t}) {
+    for (long long n : {64 * t, 64 * t + 5, 100 * t}) {
+      std::vector<std::int32_t> v(n);
+      std::mt19937_64 rng(run + n);
+      for (auto& x : v) x = static_cast<std::int32_t>(rng() % 1000) - 500;
+      for (long long i = 0; i < n; i += run) std::sort(v.begin() + i, v.begin() + std::min(n, i + run));
+      std::ostringstream os;
+      os << "aligned runs of " << run << " n=" << n;
+      check_sorts(lm::cuda::par.with(box{}), v, lm::less<>(), os.str());
+      check_sorts(lm::cuda::par.with(four_way{}), v, lm::less<>(), os.str() + " 4-way");
+      check_sorts(lm::cuda::par, v, lm::less<>(), os.str() + " tuned");
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sort_wide_structs) {
+  for (long long n : {1000LL, quick() ? 20000LL : 250001LL}) {
+    for (distribution d : every_distribution) {
+      check_sorts(lm::cuda::par, make_input<wide<32>>(n, d, shape::generic, 400 + n, wide_less()), wide_less(),
+                  std::string("32-byte struct ") + name(d));
+      check_sorts(lm::cuda::par, make_input<wide<128>>(n, d, shape::generic, 401 + n, wide_less()), wide_less(),
+                  std::string("128-byte struct ") + name(d));
+    }
+  }
+}
+
+// Strings by index: keys are offsets of NUL-terminated strings in a device
+// character buffer; the comparator compares the strings.
+struct string_less {
+  const char* chars;
+  LIBMERGE_HOST_DEVICE bool operator()(std::uint32_t a, std::uint32_t b) const {
+    const char* x = chars + a;
+    const char* y = chars + b;
+    while (*x != '\0' && *x == *y) {
+      ++x;
+      ++y;
+    }
+    return static_cast<unsigned char>(*x) < static_cast<unsigned char>(*y);
+  }
+};
+
+BOOST_AUTO_TEST_CASE(sort_strings_by_index) {
+  std::mt19937_64 rng(500);
+  const long long n = quick() ? 20000 : 400000;
+  std::string chars;
+  std::vector<std::uint32_t> offsets;
+  for (long long i = 0; i < n; ++i) {
+    offsets.push_back(static_cast<std::uint32_t>(chars.size()));
+    const int len = static_cast<int>(rng() % 12);
+    for (int c = 0; c < len; ++c) chars.push_back(static_cast<char>('a' + rng() % 4));  // many shared prefixes
+    chars.push_back('\0');
+  }
+  thrust::device_vector<char> dchars(chars.begin(), chars.end());
+  string_less on_device{thrust::raw_pointer_cast(dchars.data())};
+  string_less on_host{chars.data()};
+  const auto perm = reference_permutation(offsets, on_host);
+  std::vector<std::uint32_t> expected;
+  for (auto p : perm) expected.push_back(offsets[static_cast<std::size_t>(p)]);
+
+  auto d = to_device(offsets);
+  lm::merge_sort(lm::cuda::par, d.begin(), d.end(), on_device);
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(d), expected, "strings by index");
+  auto d2 = to_device(offsets);
+  thrust::device_vector<std::int64_t> idx(n, -1);
+  lm::merge_sort_indices(lm::cuda::par, d2.begin(), d2.end(), idx.begin(), on_device);
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(idx), perm, "strings by index: indices");
+}
+
+// The serial backend agrees with std::stable_sort, and so does the GPU on the
+// same (struct) input: the oracle chain the CPU suite relies on.
+BOOST_AUTO_TEST_CASE(sort_matches_serial_backend) {
+  auto keys = make_input<record>(100003, distribution::few_distinct, shape::generic, 600, record_less());
+  std::vector<record> serial = keys;
+  lm::merge_sort(lm::serial, serial.begin(), serial.end(), record_less());
+  check_same(serial, reference_sort(keys, record_less()), "serial vs std::stable_sort");
+  auto d = to_device(keys);
+  lm::merge_sort(lm::cuda::par, d.begin(), d.end(), record_less());
+  check_same(to_host(d), serial, "cuda vs serial");
+}
+
+// Raw pointers, device_ptr, every policy form.
+BOOST_AUTO_TEST_CASE(sort_policies_and_iterators) {
+  cudaStream_t s;
+  BOOST_REQUIRE_EQUAL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  const auto keys = make_input<std::int32_t>(123457, distribution::random, shape::generic, 700, lm::less<>());
+  check_sorts(thrust::device, keys, lm::less<>(), "thrust::device");
+  check_sorts(thrust::cuda::par.on(s), keys, lm::less<>(), "thrust::cuda::par.on(s)");
+  check_sorts(lm::cuda::par.on(s), keys, lm::less<>(), "lm::cuda::par.on(s)");
+  std::atomic<int> live{0}, calls{0};
+  std::atomic<std::size_t> largest{0};
+  check_sorts(lm::cuda::par.on(s).with_allocator(counting_allocator{&live, &calls, &largest}), keys, lm::less<>(),
+              "counting allocator");
+  BOOST_CHECK_EQUAL(calls.load(), 3);  // one allocation per call: sort, by key, indices
+  BOOST_CHECK_EQUAL(live.load(), 0);
+
+  auto d = to_device(keys);
+  std::int32_t* raw = thrust::raw_pointer_cast(d.data());
+  lm::merge_sort(lm::cuda::par, raw, raw + d.size());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(d), reference_sort(keys, lm::less<>()), "raw pointers");
+  auto d2 = to_device(keys);
+  thrust::device_ptr<std::int32_t> p = d2.data();
+  lm::merge_sort(lm::cuda::par, p, p + d2.size(), lm::greater<>());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(d2), reference_sort(keys, lm::greater<>()), "device_ptr");
+  BOOST_CHECK_EQUAL(cudaStreamDestroy(s), cudaSuccess);
+}
+
+// Temporary storage: one copy of keys and values plus a small part per tile.
+BOOST_AUTO_TEST_CASE(sort_temporary_storage_peak) {
+  for (long long n : {1000LL, 1000000LL, 3000001LL}) {
+    std::atomic<int> live{0}, calls{0};
+    std::atomic<std::size_t> largest{0};
+    const auto policy = lm::cuda::par.with_allocator(counting_allocator{&live, &calls, &largest});
+    thrust::device_vector<std::int64_t> k(n), v(n);
+    lm::merge_sort_by_key(policy, k.begin(), k.end(), v.begin());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    const std::size_t copy = static_cast<std::size_t>(n) * 16;
+    const std::size_t per_tile = static_cast<std::size_t>(n / 256 + 1) * 32;  // tiles hold >= 256 elements
+    BOOST_CHECK_MESSAGE(largest.load() <= copy + per_tile + 4096,
+                        "n=" << n << ": " << largest.load() << " bytes of temporary storage");
+    BOOST_CHECK_EQUAL(live.load(), 0);
+  }
+}
+
+// A comparator that is not a strict weak order: the call returns, nothing is
+// read or written out of range (compute-sanitizer checks that), and every
+// output element is one of the input elements (no poison, no garbage).
+struct coin_flip {
+  LIBMERGE_HOST_DEVICE bool operator()(std::int32_t a, std::int32_t b) const {
+    const std::uint32_t h = static_cast<std::uint32_t>(a) * 2654435761u ^ static_cast<std::uint32_t>(b) * 40503u;
+    return (h >> 7) & 1u;
+  }
+};
+
+BOOST_AUTO_TEST_CASE(sort_with_an_inconsistent_comparator) {
+  for (long long n : {1000LL, 100003LL}) {
+    std::vector<std::int32_t> keys(n);
+    std::iota(keys.begin(), keys.end(), 1);
+    std::mt19937_64 rng(800);
+    std::shuffle(keys.begin(), keys.end(), rng);
+    for (int variant = 0; variant < 2; ++variant) {
+      auto d = to_device(keys);
+      if (variant == 0) {
+        lm::merge_sort(lm::cuda::par, d.begin(), d.end(), coin_flip());
+      } else {
+        lm::merge_sort(lm::cuda::par.with(lm::launch_box<32, 1>{}), d.begin(), d.end(), coin_flip());
+      }
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+      const auto out = to_host(d);
+      const bool all_from_input =
+          std::all_of(out.begin(), out.end(), [&](std::int32_t x) { return x >= 1 && x <= n; });
+      BOOST_CHECK_MESSAGE(all_from_input, "n=" << n << ": an output element that is not an input element");
+    }
+  }
+}
+
+// No host wait inside a sort: the call returns while its stream is held, and
+// a sort on a second stream completes meanwhile.
+BOOST_AUTO_TEST_CASE(sorts_on_two_streams) {
+  const auto keys = make_input<std::int32_t>(500000, distribution::random, shape::generic, 900, lm::less<>());
+  const auto expected = reference_sort(keys, lm::less<>());
+  auto d1 = to_device(keys), d2 = to_device(keys);
+  // Load the kernels first (lazy loading may synchronize on first use).
+  {
+    auto w = to_device(keys);
+    lm::merge_sort(lm::cuda::par, w.begin(), w.end());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  cudaStream_t s1, s2;
+  BOOST_REQUIRE_EQUAL(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
+  BOOST_REQUIRE_EQUAL(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cudaSuccess);
+  {
+    stream_gate gate;
+    gate.close(s1);
+    lm::merge_sort(lm::cuda::par.on(s1), d1.begin(), d1.end());
+    const bool s1_held_after_call = cudaStreamQuery(s1) == cudaErrorNotReady;
+    lm::merge_sort(lm::cuda::par.on(s2), d2.begin(), d2.end());
+    const bool s2_done = cudaStreamSynchronize(s2) == cudaSuccess;
+    const bool s1_still_held = cudaStreamQuery(s1) == cudaErrorNotReady;
+    gate.open();
+    BOOST_REQUIRE_EQUAL(cudaStreamSynchronize(s1), cudaSuccess);
+    BOOST_CHECK_MESSAGE(s1_held_after_call, "lm::merge_sort waited for its stream");
+    BOOST_CHECK(s2_done);
+    BOOST_CHECK_MESSAGE(s1_still_held, "the sort on stream 2 waited for stream 1");
+    BOOST_CHECK(!gate.timed_out());
+  }
+  check_same(to_host(d1), expected, "sort behind a held stream");
+  check_same(to_host(d2), expected, "sort on a second stream");
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
+// No merge pass spills registers at the tuned boxes (issue: per-kernel budgets).
+BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
+  namespace cb = lm::detail::cuda_backend;
+  auto check = [](auto kernel, const char* name) {
+    cudaFuncAttributes a{};
+    BOOST_REQUIRE_EQUAL(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel)), cudaSuccess);
+    BOOST_TEST_MESSAGE(name << ": " << a.numRegs << " registers, " << a.localSizeBytes << " B local");
+    BOOST_CHECK_MESSAGE(a.localSizeBytes == 0, name << " uses " << a.localSizeBytes << " bytes of local memory");
+  };
+  auto for_types = [&](auto key, auto val, const char* what) {
+    using K = decltype(key);
+    using V = decltype(val);
+    constexpr bool pairs = !std::is_same_v<V, char>;
+    using table = cb::merge_sort_table<K, std::conditional_t<pairs, V, void>>;
+    using boxes = decltype(table::template boxes<1>());
+    using bs = std::tuple_element_t<0, boxes>;
+    using mb = std::tuple_element_t<1, boxes>;
+    check(cb::block_sort_kernel<bs, K, V, pairs, false, V*, lm::less<>>, what);
+    check(cb::pass_kernel<mb, 4, K, V, pairs, lm::less<>>, what);
+    check(cb::pass_kernel<mb, 2, K, V, pairs, lm::less<>>, what);
+    check(cb::pass_partition_kernel<4, K, lm::less<>>, what);
+    check(cb::pass_partition_kernel<2, K, lm::less<>>, what);
+  };
+  for_types(std::int32_t{}, char{}, "int32 keys");
+  for_types(std::int32_t{}, std::int32_t{}, "int32 pairs");
+  for_types(std::int64_t{}, char{}, "int64 keys");
+  for_types(record{}, char{}, "record keys");
+}
+
+// The default pool gives merge sort's scratch (as large as the input) back
+// to the driver at the next synchronization: what it keeps is bounded.
+BOOST_AUTO_TEST_CASE(the_pool_gives_memory_back) {
+  namespace cb = lm::detail::cuda_backend;
+  int device = 0;
+  BOOST_REQUIRE_EQUAL(cudaGetDevice(&device), cudaSuccess);
+  const long long n = 1LL << 25;  // 512 MiB of keys and values: as much scratch
+  {
+    thrust::device_vector<std::int64_t> k(n), v(n);
+    lm::merge_sort_by_key(lm::cuda::par, k.begin(), k.end(), v.begin());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  std::uint64_t reserved = 0, high = 0;
+  cudaMemPool_t pool = cb::memory_pool(device);
+  BOOST_REQUIRE_EQUAL(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved), cudaSuccess);
+  BOOST_REQUIRE_EQUAL(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high), cudaSuccess);
+  BOOST_TEST_MESSAGE("pool: " << reserved << " bytes reserved after the sort, " << high << " at the peak");
+  BOOST_CHECK_GE(high, static_cast<std::uint64_t>(n) * 16);
+  BOOST_CHECK_LE(reserved, cb::pool_release_threshold);
+}
+
+// On a GPU without memory pools the backend falls back to cudaMalloc and
+// cudaFree (LIBMERGE_NO_MEMORY_POOLS=1 pretends to be one).
+BOOST_AUTO_TEST_CASE(sorts_and_merges_without_memory_pools) {
+  BOOST_REQUIRE_EQUAL(setenv("LIBMERGE_NO_MEMORY_POOLS", "1", 1), 0);
+  const auto keys = make_input<std::int32_t>(300001, distribution::random, shape::generic, 950, lm::less<>());
+  check_sorts(lm::cuda::par, keys, lm::less<>(), "without memory pools");
+  std::vector<std::int32_t> a(keys.begin(), keys.begin() + 1000), b(keys.begin() + 1000, keys.end());
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  std::vector<std::int32_t> expected(keys.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), expected.begin());
+  auto da = to_device(a), db = to_device(b);
+  thrust::device_vector<std::int32_t> out(keys.size());
+  lm::merge(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), out.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(out), expected, "merge without memory pools");
+  BOOST_REQUIRE_EQUAL(unsetenv("LIBMERGE_NO_MEMORY_POOLS"), 0);
+}
