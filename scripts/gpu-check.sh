@@ -3,7 +3,8 @@
 # compute-sanitizer (memcheck, racecheck) over them, then the benchmark.
 #
 #   scripts/gpu-check.sh [BIN_DIR] [steps...]
-#       steps: tests large memcheck racecheck bench demo (default: all)
+#       steps: tests large memcheck racecheck bench sortbench sorttune demo
+#              (default: all but sorttune)
 #
 # Logs go to $OUT (or ./gpu-logs): tests.log, memcheck.log, racecheck.log,
 # bench.txt, bench.json, demo.txt and summary.txt (a line per step with its
@@ -11,7 +12,7 @@
 set -u
 BIN=${1:-gpu-bin}
 shift || true
-STEPS=${*:-tests large memcheck racecheck bench demo}
+STEPS=${*:-tests large memcheck racecheck bench sortbench demo}
 LOG=${OUT:-gpu-logs}
 mkdir -p "$LOG"
 
@@ -32,7 +33,12 @@ for s in $STEPS; do
     tests)
       step tests.log errors 300 "$BIN/test_cuda_errors" --log_level=test_suite
       step tests.log arch_mismatch 120 "$BIN/test_cuda_arch_mismatch" --log_level=message
+      for t in "$BIN"/test_cuda_arch_*; do
+        [ "$(basename "$t")" = test_cuda_arch_mismatch ] || step tests.log "$(basename "$t")" 180 "$t" --log_level=message
+      done
       step tests.log merge 900 "$BIN/test_cuda_merge" --log_level=test_suite
+      step tests.log merge_sort 900 "$BIN/test_cuda_merge_sort" --log_level=test_suite
+      step tests.log element_sizes 300 "$BIN/test_cuda_element_sizes" --log_level=test_suite
       ;;
     large)
       step tests.log large 900 "$BIN/test_cuda_large" --log_level=message
@@ -48,9 +54,17 @@ for s in $STEPS; do
         "$BIN/test_cuda_errors"
       step "$s.log" "$s-merge" 560 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool "$s" --error-exitcode 99 \
         "$BIN/test_cuda_merge" --run_test='!merge_is_asynchronous_and_streams_overlap'
+      step "$s.log" "$s-merge_sort" 560 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool "$s" --error-exitcode 99 \
+        "$BIN/test_cuda_merge_sort" --run_test='!sorts_on_two_streams'
       ;;
     bench)
       step bench.txt bench 900 "$BIN/libmerge_bench" --gpu --json "$LOG/bench.json"
+      ;;
+    sortbench)
+      step sortbench.txt sortbench 900 "$BIN/libmerge_sort_bench" --json "$LOG/sortbench.json"
+      ;;
+    sorttune)
+      step sorttune.txt sorttune 600 "$BIN/libmerge_sort_bench" --tune --json "$LOG/sorttune.json"
       ;;
     demo)
       step demo.txt demo 120 "$BIN/libmerge_demo"

@@ -1,0 +1,509 @@
+// GPU merge sort benchmark: lm::merge_sort / merge_sort_by_key against
+// cub::DeviceMergeSort (SortKeys / SortPairs), thrust::sort(_by_key) with a
+// custom comparator (which runs CUB's merge sort) and, as the
+// non-comparison reference, cub::DeviceRadixSort, all in the same run.
+//
+//   libmerge_sort_bench [--quick] [--tune] [--profile] [--runs R] [--json FILE]
+//
+// Method: every timed run sorts a fresh copy of the same input (copied in,
+// then a write of 4x the L2 size, both outside the timing), timed with CUDA
+// events; the median of R runs after two warm-ups. Temporary storage is
+// allocated outside the timing for every implementation. lm's output is
+// checked once against CUB's (both sorts are stable, so they must be equal).
+// --tune times several launch boxes of lm against CUB; --profile runs one sort
+// of 2^28 int32 keys of each implementation, for ncu.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cub/device/device_merge_sort.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <thrust/device_vector.h>
+#include <thrust/equal.h>
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/random.h>
+#include <thrust/reverse.h>
+#include <thrust/sort.h>
+#include <thrust/transform.h>
+
+#include <libmerge/libmerge.hpp>
+
+namespace lm = libmerge;
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+struct options {
+  bool quick = false, tune = false, profile = false;
+  int runs = 15;
+  std::string json = "libmerge_sort_bench.json";
+};
+
+struct record {  // the 16-byte struct key of the tests
+  std::int64_t major;
+  std::int32_t minor;
+  std::int32_t tag;
+};
+struct record_less {
+  __host__ __device__ bool operator()(const record& x, const record& y) const {
+    return x.major < y.major || (x.major == y.major && x.minor < y.minor);
+  }
+};
+struct int_less {  // a custom comparator: keeps Thrust on its merge sort
+  template <class T>
+  __host__ __device__ bool operator()(const T& a, const T& b) const {
+    return a < b;
+  }
+};
+struct string_less {
+  const char* chars;
+  __host__ __device__ bool operator()(std::uint32_t a, std::uint32_t b) const {
+    const char* x = chars + a;
+    const char* y = chars + b;
+    while (*x != '\0' && *x == *y) {
+      ++x;
+      ++y;
+    }
+    return static_cast<unsigned char>(*x) < static_cast<unsigned char>(*y);
+  }
+};
+
+template <class T>
+struct random_key {
+  std::uint64_t seed;
+  __host__ __device__ T operator()(long long i) const {
+    thrust::default_random_engine e(static_cast<unsigned>(seed * 1000003u + static_cast<unsigned long long>(i)));
+    e.discard(3);
+    const std::uint64_t bits = (static_cast<std::uint64_t>(e()) << 32) ^ e() ^ (static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull);
+    if constexpr (std::is_same_v<T, record>) {
+      return record{static_cast<std::int64_t>(bits % 100000), static_cast<std::int32_t>((bits >> 40) % 8), static_cast<std::int32_t>(i)};
+    } else {
+      return static_cast<T>(bits);
+    }
+  }
+};
+
+// Input shapes of the issue's table.
+enum class shape { random, sorted, reversed, runs16, nearly };
+const char* name(shape s) {
+  switch (s) {
+    case shape::random: return "random";
+    case shape::sorted: return "sorted";
+    case shape::reversed: return "reversed";
+    case shape::runs16: return "runs2^16";
+    case shape::nearly: return "nearly";
+  }
+  return "?";
+}
+
+struct result {
+  std::string type, shape, impl;
+  long long n;
+  double ms, bytes;
+};
+std::vector<result> results;
+
+// Median time of sort() on a fresh copy of the input each run.
+struct sort_timer {
+  cudaStream_t stream;
+  cudaEvent_t start, stop;
+  char* flush = nullptr;
+  std::size_t flush_bytes = 0;
+  int runs;
+  sort_timer(cudaStream_t s, int r) : stream(s), runs(r) {
+    check(cudaEventCreate(&start), "event");
+    check(cudaEventCreate(&stop), "event");
+    int device = 0, l2 = 0;
+    check(cudaGetDevice(&device), "device");
+    check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "l2");
+    flush_bytes = 4 * static_cast<std::size_t>(l2);
+    check(cudaMalloc(&flush, flush_bytes), "flush");
+  }
+  ~sort_timer() {
+    cudaFree(flush);
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  template <class Setup, class Sort>
+  double median_ms(Setup&& setup, Sort&& sort) {
+    std::vector<double> t;
+    for (int i = 0; i < runs + 2; ++i) {
+      setup();
+      check(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream), "flush");
+      check(cudaEventRecord(start, stream), "record");
+      sort();
+      check(cudaEventRecord(stop, stream), "record");
+      check(cudaEventSynchronize(stop), "sync");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+      if (i >= 2) t.push_back(ms);
+    }
+    check(cudaGetLastError(), "timed work");
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+
+// Temporary storage handed out from one preallocated block.
+struct arena {
+  char* base = nullptr;
+  std::size_t capacity = 0;
+  void* allocate(std::size_t bytes, cudaStream_t) const {
+    if (bytes > capacity) throw std::runtime_error("benchmark arena too small");
+    return base;
+  }
+  void deallocate(void*, std::size_t, cudaStream_t) const noexcept {}
+};
+struct thrust_arena {
+  using value_type = char;
+  char* base = nullptr;
+  std::size_t capacity = 0, used = 0;
+  int live = 0;
+  char* allocate(std::ptrdiff_t bytes) {
+    const std::size_t at = (used + 255) / 256 * 256;
+    if (at + static_cast<std::size_t>(bytes) > capacity) throw std::runtime_error("thrust arena too small");
+    used = at + static_cast<std::size_t>(bytes);
+    ++live;
+    return base + at;
+  }
+  void deallocate(char*, std::size_t) {
+    if (--live == 0) used = 0;
+  }
+};
+
+struct context {
+  cudaStream_t stream;
+  sort_timer* timer;
+  arena temp;  // lm and CUB
+  thrust_arena* thrust_temp;
+};
+
+// One case: keys K (values V, void for keys only) of one shape.
+template <class K, class V, class Comp>
+struct sort_case {
+  context& ctx;
+  std::string type;
+  shape s;
+  long long n;
+  Comp comp;
+  thrust::device_vector<K> input, keys, cub_keys;
+  thrust::device_vector<std::conditional_t<std::is_void_v<V>, char, V>> vinput, vals, cub_vals;
+  static constexpr bool pairs = !std::is_void_v<V>;
+  using VV = std::conditional_t<pairs, V, char>;
+
+  sort_case(context& c, std::string t, shape sh, long long count, Comp cmp, thrust::device_vector<K> in)
+      : ctx(c), type(std::move(t)), s(sh), n(count), comp(cmp), input(std::move(in)), keys(n), cub_keys(n) {
+    if constexpr (pairs) {
+      vinput.resize(n);
+      thrust::transform(thrust::counting_iterator<long long>(0), thrust::counting_iterator<long long>(n), vinput.begin(),
+                        random_key<V>{17});
+      vals.resize(n);
+      cub_vals.resize(n);
+    }
+  }
+  K* k() { return thrust::raw_pointer_cast(keys.data()); }
+  VV* v() { return thrust::raw_pointer_cast(vals.data()); }
+  void setup() {
+    check(cudaMemcpyAsync(k(), thrust::raw_pointer_cast(input.data()), n * sizeof(K), cudaMemcpyDeviceToDevice, ctx.stream), "copy");
+    if constexpr (pairs) {
+      check(cudaMemcpyAsync(v(), thrust::raw_pointer_cast(vinput.data()), n * sizeof(VV), cudaMemcpyDeviceToDevice, ctx.stream), "copy");
+    }
+  }
+  template <class Policy>
+  void run_lm(const Policy& p) {
+    if constexpr (pairs) {
+      lm::merge_sort_by_key(p, k(), k() + n, v(), comp);
+    } else {
+      lm::merge_sort(p, k(), k() + n, comp);
+    }
+  }
+  void run_cub() {
+    std::size_t bytes = ctx.temp.capacity;
+    if constexpr (pairs) {
+      check(cub::DeviceMergeSort::SortPairs(ctx.temp.base, bytes, k(), v(), n, comp, ctx.stream), "cub");
+    } else {
+      check(cub::DeviceMergeSort::SortKeys(ctx.temp.base, bytes, k(), n, comp, ctx.stream), "cub");
+    }
+  }
+  void run_thrust() {
+    auto policy = thrust::cuda::par_nosync(*ctx.thrust_temp).on(ctx.stream);
+    if constexpr (pairs) {
+      thrust::sort_by_key(policy, k(), k() + n, v(), comp);
+    } else {
+      thrust::sort(policy, k(), k() + n, comp);
+    }
+  }
+  void run_radix() {
+    if constexpr (std::is_integral_v<K>) {
+      std::size_t bytes = ctx.temp.capacity;
+      // In place through DoubleBuffer: the alternate buffer is cub_keys.
+      cub::DoubleBuffer<K> db(k(), thrust::raw_pointer_cast(cub_keys.data()));
+      if constexpr (pairs) {
+        cub::DoubleBuffer<VV> dv(v(), thrust::raw_pointer_cast(cub_vals.data()));
+        check(cub::DeviceRadixSort::SortPairs(ctx.temp.base, bytes, db, dv, n, 0, sizeof(K) * 8, ctx.stream), "radix");
+      } else {
+        check(cub::DeviceRadixSort::SortKeys(ctx.temp.base, bytes, db, n, 0, sizeof(K) * 8, ctx.stream), "radix");
+      }
+    }
+  }
+  double bytes() const { return 2.0 * n * (sizeof(K) + (pairs ? sizeof(VV) : 0)); }
+  void record(const std::string& impl, double ms) { results.push_back({type, name(s), impl, n, ms, bytes()}); }
+
+  // lm's output equals CUB's (both stable).
+  void verify() {
+    setup();
+    run_cub();
+    check(cudaStreamSynchronize(ctx.stream), "cub");
+    thrust::copy(keys.begin(), keys.end(), cub_keys.begin());
+    if constexpr (pairs) thrust::copy(vals.begin(), vals.end(), cub_vals.begin());
+    setup();
+    run_lm(lm::cuda::par.on(ctx.stream).with_allocator(ctx.temp));
+    check(cudaStreamSynchronize(ctx.stream), "lm");
+    bool ok = thrust::equal(keys.begin(), keys.end(), cub_keys.begin(), [] __device__(const K& a, const K& b) {
+      const auto* x = reinterpret_cast<const unsigned char*>(&a);
+      const auto* y = reinterpret_cast<const unsigned char*>(&b);
+      for (std::size_t i = 0; i < sizeof(K); ++i) {
+        if (x[i] != y[i]) return false;
+      }
+      return true;
+    });
+    if constexpr (pairs) ok = ok && thrust::equal(vals.begin(), vals.end(), cub_vals.begin());
+    if (!ok) throw std::runtime_error("lm::merge_sort differs from cub::DeviceMergeSort: " + type + " " + name(s));
+  }
+
+  void time_all(bool radix) {
+    verify();
+    auto su = [&] { setup(); };
+    record("lm", ctx.timer->median_ms(su, [&] { run_lm(lm::cuda::par.on(ctx.stream).with_allocator(ctx.temp)); }));
+    record("cub::DeviceMergeSort", ctx.timer->median_ms(su, [&] { run_cub(); }));
+    record("thrust::sort", ctx.timer->median_ms(su, [&] { run_thrust(); }));
+    if (radix && std::is_integral_v<K>) record("cub::DeviceRadixSort", ctx.timer->median_ms(su, [&] { run_radix(); }));
+  }
+
+  template <class... Boxes>
+  void tune(Boxes...) {
+    verify();
+    auto su = [&] { setup(); };
+    record("cub::DeviceMergeSort", ctx.timer->median_ms(su, [&] { run_cub(); }));
+    auto one = [&](auto boxes) {
+      using B = decltype(boxes);
+      const auto p = lm::cuda::par.on(ctx.stream).with_allocator(ctx.temp).with(B{});
+      char label[96];
+      std::snprintf(label, sizeof label, "lm %dx%d / %dx%d %d-way", B::block_sort::nt, B::block_sort::vt, B::merge::nt,
+                    B::merge::vt, B::ways);
+      record(label, ctx.timer->median_ms(su, [&] { run_lm(p); }));
+    };
+    record("lm tuned", ctx.timer->median_ms(su, [&] { run_lm(lm::cuda::par.on(ctx.stream).with_allocator(ctx.temp)); }));
+    (one(Boxes{}), ...);
+  }
+};
+
+template <class K>
+thrust::device_vector<K> make_keys(long long n, shape s, std::uint64_t seed) {
+  thrust::device_vector<K> v(n);
+  thrust::transform(thrust::counting_iterator<long long>(0), thrust::counting_iterator<long long>(n), v.begin(),
+                    random_key<K>{seed});
+  auto less = [] __device__(const K& a, const K& b) {
+    if constexpr (std::is_same_v<K, record>) return record_less{}(a, b);
+    else return a < b;
+  };
+  if (s == shape::sorted || s == shape::nearly) thrust::stable_sort(v.begin(), v.end(), less);
+  if (s == shape::reversed) {
+    thrust::stable_sort(v.begin(), v.end(), less);
+    thrust::reverse(v.begin(), v.end());
+  }
+  if (s == shape::runs16) {
+    // Sorted runs of 2^16: sort by (position / 2^16, key).
+    const long long run = 1 << 16;
+    thrust::device_vector<long long> seg(n);
+    thrust::transform(thrust::counting_iterator<long long>(0), thrust::counting_iterator<long long>(n), seg.begin(),
+                      [=] __device__(long long i) { return i / run; });
+    thrust::stable_sort_by_key(v.begin(), v.end(), seg.begin(), less);
+    thrust::stable_sort_by_key(seg.begin(), seg.end(), v.begin());
+  }
+  if (s == shape::nearly) {
+    // 1% of positions swapped with random partners.
+    std::vector<K> h(n);
+    thrust::copy(v.begin(), v.end(), h.begin());
+    std::uint64_t x = 88172645463325252ull;
+    auto next = [&] { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x; };
+    for (long long i = 0; i < n / 100; ++i) std::swap(h[next() % n], h[next() % n]);
+    thrust::copy(h.begin(), h.end(), v.begin());
+  }
+  return v;
+}
+
+double copy_rate_gbs(cudaStream_t s) {
+  const std::size_t bytes = std::size_t(1) << 30;
+  char *src = nullptr, *dst = nullptr;
+  check(cudaMalloc(&src, bytes), "copy");
+  check(cudaMalloc(&dst, bytes), "copy");
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  std::vector<float> t;
+  for (int i = 0; i < 12; ++i) {
+    cudaEventRecord(a, s);
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "copy");
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    if (i >= 2) t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  cudaFree(src);
+  cudaFree(dst);
+  return 2.0 * bytes / (t[t.size() / 2] * 1e6);
+}
+
+void print_table(const std::string& device, double copy_gbs, int runs) {
+  std::printf("\nGPU: %s, device-to-device copy %.0f GB/s (read + write), cold L2, median of %d runs\n", device.c_str(),
+              copy_gbs, runs);
+  std::printf("%-12s %-9s %5s %-28s %10s %9s %7s %9s %9s\n", "type", "shape", "log2n", "implementation", "ms", "Gkeys/s",
+              "%copy", "vs cub", "vs thrust");
+  for (const result& r : results) {
+    double cub = 0, thr = 0;
+    for (const result& p : results) {
+      if (p.type != r.type || p.shape != r.shape || p.n != r.n) continue;
+      if (p.impl == "cub::DeviceMergeSort") cub = p.ms;
+      if (p.impl == "thrust::sort") thr = p.ms;
+    }
+    int lg = 0;
+    while ((1LL << lg) < r.n) ++lg;
+    // %copy: one read and one write of the data, what a single pass would cost.
+    const double pass_ms = r.bytes / (copy_gbs * 1e6);
+    std::printf("%-12s %-9s %5d %-28s %10.4f %9.3f %6.1f%% %8.3fx %8.3fx\n", r.type.c_str(), r.shape.c_str(), lg,
+                r.impl.c_str(), r.ms, r.n / (r.ms * 1e6), 100.0 * pass_ms / r.ms, cub > 0 ? cub / r.ms : 0.0,
+                thr > 0 ? thr / r.ms : 0.0);
+  }
+}
+
+void write_json(const std::string& path, const std::string& device, double copy_gbs) {
+  std::ofstream f(path);
+  f << "{\n  \"device\": \"" << device << "\",\n  \"copy_gbs\": " << copy_gbs << ",\n  \"results\": [\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const result& r = results[i];
+    f << "    {\"type\": \"" << r.type << "\", \"shape\": \"" << r.shape << "\", \"impl\": \"" << r.impl
+      << "\", \"n\": " << r.n << ", \"ms\": " << r.ms << ", \"bytes\": " << r.bytes << "}"
+      << (i + 1 < results.size() ? "," : "") << "\n";
+  }
+  f << "  ]\n}\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") opt.quick = true;
+    else if (a == "--tune") opt.tune = true;
+    else if (a == "--profile") opt.profile = true;
+    else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
+    else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: libmerge_sort_bench [--quick] [--tune] [--profile] [--runs R] [--json FILE]\n");
+      return 2;
+    }
+  }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("no CUDA device: nothing to measure\n");
+    return 0;
+  }
+  try {
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "properties");
+    cudaStream_t s;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+    sort_timer timer(s, opt.runs);
+    const double copy_gbs = copy_rate_gbs(s);
+    const std::size_t temp_bytes = std::size_t(5) << 30;
+    char *temp = nullptr, *thrust_buf = nullptr;
+    check(cudaMalloc(&temp, temp_bytes), "temp");
+    check(cudaMalloc(&thrust_buf, temp_bytes), "temp");
+    thrust_arena tt{thrust_buf, temp_bytes};
+    context ctx{s, &timer, arena{temp, temp_bytes}, &tt};
+
+    if (opt.profile) {
+      const long long n = 1LL << 28;
+      sort_case<std::int32_t, void, int_less> c(ctx, "int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 1));
+      c.setup();
+      c.run_lm(lm::cuda::par.on(s).with_allocator(ctx.temp));
+      c.setup();
+      c.run_cub();
+      check(cudaStreamSynchronize(s), "profile");
+      return 0;
+    }
+    std::vector<int> sizes = opt.quick ? std::vector<int>{16, 20, 24} : std::vector<int>{16, 18, 20, 22, 24, 26, 28};
+    if (opt.tune) sizes = {24, 28};
+    for (int lg : sizes) {
+      const long long n = 1LL << lg;
+      std::fprintf(stderr, "sort cases at 2^%d\n", lg);
+      if (opt.tune) {
+        using lm::launch_box;
+        using lm::launch_boxes;
+        sort_case<std::int32_t, void, int_less> k(ctx, "int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 1));
+        k.tune(launch_boxes<launch_box<512, 17>, launch_box<512, 15>>{}, launch_boxes<launch_box<1024, 17>, launch_box<512, 15>>{},
+               launch_boxes<launch_box<256, 17>, launch_box<512, 15>>{}, launch_boxes<launch_box<512, 16>, launch_box<512, 15>>{},
+               launch_boxes<launch_box<512, 16>, launch_box<512, 19>>{}, launch_boxes<launch_box<512, 24>, launch_box<512, 15>>{},
+               launch_boxes<launch_box<512, 16>, launch_box<256, 15>>{}, launch_boxes<launch_box<512, 16>, launch_box<512, 15>, 4>{},
+               launch_boxes<launch_box<512, 16>, launch_box<512, 23>, 4>{});
+        sort_case<std::int32_t, std::int32_t, int_less> p(ctx, "int32/int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 2));
+        p.tune(launch_boxes<launch_box<512, 17>, launch_box<512, 9>>{}, launch_boxes<launch_box<256, 17>, launch_box<512, 9>>{},
+               launch_boxes<launch_box<512, 16>, launch_box<512, 9>>{},
+               launch_boxes<launch_box<512, 8>, launch_box<512, 9>>{}, launch_boxes<launch_box<512, 16>, launch_box<512, 11>>{},
+               launch_boxes<launch_box<512, 16>, launch_box<512, 9>, 4>{});
+        continue;
+      }
+      const shape shapes[] = {shape::random, shape::sorted, shape::reversed, shape::runs16, shape::nearly};
+      for (shape sh : shapes) {
+        if (sh == shape::runs16 && n <= (1LL << 16)) continue;
+        sort_case<std::int32_t, void, int_less>(ctx, "int32", sh, n, int_less{}, make_keys<std::int32_t>(n, sh, 1)).time_all(sh == shape::random);
+      }
+      sort_case<std::int32_t, std::int32_t, int_less>(ctx, "int32/int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 2)).time_all(true);
+      sort_case<std::int64_t, void, int_less>(ctx, "int64", shape::random, n, int_less{}, make_keys<std::int64_t>(n, shape::random, 3)).time_all(true);
+      sort_case<record, void, record_less>(ctx, "record16", shape::random, n, record_less{}, make_keys<record>(n, shape::random, 4)).time_all(false);
+      if (lg == 20 || lg == 24) {
+        // Strings by index: offsets of random strings in one character buffer.
+        std::vector<char> chars;
+        std::vector<std::uint32_t> offsets(n);
+        std::uint64_t x = 0x9E3779B97F4A7C15ull;
+        for (long long i = 0; i < n; ++i) {
+          offsets[i] = static_cast<std::uint32_t>(chars.size());
+          x = x * 6364136223846793005ull + 1442695040888963407ull;
+          const int len = 4 + static_cast<int>((x >> 60) % 12);
+          for (int c = 0; c < len; ++c) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            chars.push_back(static_cast<char>('a' + (x >> 59) % 8));
+          }
+          chars.push_back('\0');
+        }
+        thrust::device_vector<char> dchars(chars.begin(), chars.end());
+        thrust::device_vector<std::uint32_t> doff(offsets.begin(), offsets.end());
+        sort_case<std::uint32_t, void, string_less>(ctx, "strings", shape::random, n,
+                                                    string_less{thrust::raw_pointer_cast(dchars.data())}, doff)
+            .time_all(false);
+      }
+    }
+    print_table(prop.name, copy_gbs, opt.runs);
+    write_json(opt.json, prop.name, copy_gbs);
+    cudaFree(temp);
+    cudaFree(thrust_buf);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "libmerge_sort_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
