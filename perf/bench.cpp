@@ -30,6 +30,7 @@
 
 #if LIBMERGE_HAS_CUDA
 #include <cub/device/device_merge.cuh>
+#include "gpu_bench_support.cuh"
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
 #include <thrust/merge.h>
@@ -170,41 +171,6 @@ void run_cpu(const options& opt) {
 #if LIBMERGE_HAS_CUDA
 // ---------------------------------------------------------------------------
 // GPU: lm vs CUB vs Thrust
-
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-// Hands out one preallocated block, so that no timed call allocates.
-struct arena {
-  char* base = nullptr;
-  std::size_t capacity = 0;
-  void* allocate(std::size_t bytes, cudaStream_t) const {
-    if (bytes > capacity) throw std::runtime_error("benchmark arena too small");
-    return base;
-  }
-  void deallocate(void*, std::size_t, cudaStream_t) const noexcept {}
-};
-
-// The same for Thrust's temporary allocations (thrust::cuda::par_nosync(alloc)):
-// a bump allocator, in case one call holds several blocks at once.
-struct thrust_arena {
-  using value_type = char;
-  char* base = nullptr;
-  std::size_t capacity = 0;
-  std::size_t used = 0;
-  int live = 0;
-  char* allocate(std::ptrdiff_t bytes) {
-    const std::size_t at = (used + 255) / 256 * 256;
-    if (at + static_cast<std::size_t>(bytes) > capacity) throw std::runtime_error("thrust arena too small");
-    used = at + static_cast<std::size_t>(bytes);
-    ++live;
-    return base + at;
-  }
-  void deallocate(char*, std::size_t) {
-    if (--live == 0) used = 0;
-  }
-};
 
 struct gpu_timer {
   cudaStream_t stream;

@@ -35,13 +35,11 @@
 
 #include <libmerge/libmerge.hpp>
 
+#include "gpu_bench_support.cuh"
+
 namespace lm = libmerge;
 
 namespace {
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 struct options {
   bool quick = false, tune = false, profile = false;
@@ -121,13 +119,13 @@ struct sort_timer {
   std::size_t flush_bytes = 0;
   int runs;
   sort_timer(cudaStream_t s, int r) : stream(s), runs(r) {
-    check(cudaEventCreate(&start), "event");
-    check(cudaEventCreate(&stop), "event");
+    cuda_check(cudaEventCreate(&start), "event");
+    cuda_check(cudaEventCreate(&stop), "event");
     int device = 0, l2 = 0;
-    check(cudaGetDevice(&device), "device");
-    check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "l2");
+    cuda_check(cudaGetDevice(&device), "device");
+    cuda_check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), "l2");
     flush_bytes = 4 * static_cast<std::size_t>(l2);
-    check(cudaMalloc(&flush, flush_bytes), "flush");
+    cuda_check(cudaMalloc(&flush, flush_bytes), "flush");
   }
   ~sort_timer() {
     cudaFree(flush);
@@ -139,45 +137,18 @@ struct sort_timer {
     std::vector<double> t;
     for (int i = 0; i < runs + 2; ++i) {
       setup();
-      check(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream), "flush");
-      check(cudaEventRecord(start, stream), "record");
+      cuda_check(cudaMemsetAsync(flush, i & 0xff, flush_bytes, stream), "flush");
+      cuda_check(cudaEventRecord(start, stream), "record");
       sort();
-      check(cudaEventRecord(stop, stream), "record");
-      check(cudaEventSynchronize(stop), "sync");
+      cuda_check(cudaEventRecord(stop, stream), "record");
+      cuda_check(cudaEventSynchronize(stop), "sync");
       float ms = 0;
-      check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+      cuda_check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
       if (i >= 2) t.push_back(ms);
     }
-    check(cudaGetLastError(), "timed work");
+    cuda_check(cudaGetLastError(), "timed work");
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
-  }
-};
-
-// Temporary storage handed out from one preallocated block.
-struct arena {
-  char* base = nullptr;
-  std::size_t capacity = 0;
-  void* allocate(std::size_t bytes, cudaStream_t) const {
-    if (bytes > capacity) throw std::runtime_error("benchmark arena too small");
-    return base;
-  }
-  void deallocate(void*, std::size_t, cudaStream_t) const noexcept {}
-};
-struct thrust_arena {
-  using value_type = char;
-  char* base = nullptr;
-  std::size_t capacity = 0, used = 0;
-  int live = 0;
-  char* allocate(std::ptrdiff_t bytes) {
-    const std::size_t at = (used + 255) / 256 * 256;
-    if (at + static_cast<std::size_t>(bytes) > capacity) throw std::runtime_error("thrust arena too small");
-    used = at + static_cast<std::size_t>(bytes);
-    ++live;
-    return base + at;
-  }
-  void deallocate(char*, std::size_t) {
-    if (--live == 0) used = 0;
   }
 };
 
@@ -214,9 +185,9 @@ struct sort_case {
   K* k() { return thrust::raw_pointer_cast(keys.data()); }
   VV* v() { return thrust::raw_pointer_cast(vals.data()); }
   void setup() {
-    check(cudaMemcpyAsync(k(), thrust::raw_pointer_cast(input.data()), n * sizeof(K), cudaMemcpyDeviceToDevice, ctx.stream), "copy");
+    cuda_check(cudaMemcpyAsync(k(), thrust::raw_pointer_cast(input.data()), n * sizeof(K), cudaMemcpyDeviceToDevice, ctx.stream), "copy");
     if constexpr (pairs) {
-      check(cudaMemcpyAsync(v(), thrust::raw_pointer_cast(vinput.data()), n * sizeof(VV), cudaMemcpyDeviceToDevice, ctx.stream), "copy");
+      cuda_check(cudaMemcpyAsync(v(), thrust::raw_pointer_cast(vinput.data()), n * sizeof(VV), cudaMemcpyDeviceToDevice, ctx.stream), "copy");
     }
   }
   template <class Policy>
@@ -230,9 +201,9 @@ struct sort_case {
   void run_cub() {
     std::size_t bytes = ctx.temp.capacity;
     if constexpr (pairs) {
-      check(cub::DeviceMergeSort::SortPairs(ctx.temp.base, bytes, k(), v(), n, comp, ctx.stream), "cub");
+      cuda_check(cub::DeviceMergeSort::SortPairs(ctx.temp.base, bytes, k(), v(), n, comp, ctx.stream), "cub");
     } else {
-      check(cub::DeviceMergeSort::SortKeys(ctx.temp.base, bytes, k(), n, comp, ctx.stream), "cub");
+      cuda_check(cub::DeviceMergeSort::SortKeys(ctx.temp.base, bytes, k(), n, comp, ctx.stream), "cub");
     }
   }
   void run_thrust() {
@@ -250,9 +221,9 @@ struct sort_case {
       cub::DoubleBuffer<K> db(k(), thrust::raw_pointer_cast(cub_keys.data()));
       if constexpr (pairs) {
         cub::DoubleBuffer<VV> dv(v(), thrust::raw_pointer_cast(cub_vals.data()));
-        check(cub::DeviceRadixSort::SortPairs(ctx.temp.base, bytes, db, dv, n, 0, sizeof(K) * 8, ctx.stream), "radix");
+        cuda_check(cub::DeviceRadixSort::SortPairs(ctx.temp.base, bytes, db, dv, n, 0, sizeof(K) * 8, ctx.stream), "radix");
       } else {
-        check(cub::DeviceRadixSort::SortKeys(ctx.temp.base, bytes, db, n, 0, sizeof(K) * 8, ctx.stream), "radix");
+        cuda_check(cub::DeviceRadixSort::SortKeys(ctx.temp.base, bytes, db, n, 0, sizeof(K) * 8, ctx.stream), "radix");
       }
     }
   }
@@ -263,12 +234,12 @@ struct sort_case {
   void verify() {
     setup();
     run_cub();
-    check(cudaStreamSynchronize(ctx.stream), "cub");
+    cuda_check(cudaStreamSynchronize(ctx.stream), "cub");
     thrust::copy(keys.begin(), keys.end(), cub_keys.begin());
     if constexpr (pairs) thrust::copy(vals.begin(), vals.end(), cub_vals.begin());
     setup();
     run_lm(lm::cuda::par.on(ctx.stream).with_allocator(ctx.temp));
-    check(cudaStreamSynchronize(ctx.stream), "lm");
+    cuda_check(cudaStreamSynchronize(ctx.stream), "lm");
     bool ok = thrust::equal(keys.begin(), keys.end(), cub_keys.begin(), [] __device__(const K& a, const K& b) {
       const auto* x = reinterpret_cast<const unsigned char*>(&a);
       const auto* y = reinterpret_cast<const unsigned char*>(&b);
@@ -346,15 +317,15 @@ thrust::device_vector<K> make_keys(long long n, shape s, std::uint64_t seed) {
 double copy_rate_gbs(cudaStream_t s) {
   const std::size_t bytes = std::size_t(1) << 30;
   char *src = nullptr, *dst = nullptr;
-  check(cudaMalloc(&src, bytes), "copy");
-  check(cudaMalloc(&dst, bytes), "copy");
+  cuda_check(cudaMalloc(&src, bytes), "copy");
+  cuda_check(cudaMalloc(&dst, bytes), "copy");
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   std::vector<float> t;
   for (int i = 0; i < 12; ++i) {
     cudaEventRecord(a, s);
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "copy");
+    cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s), "copy");
     cudaEventRecord(b, s);
     cudaEventSynchronize(b);
     float ms = 0;
@@ -424,15 +395,15 @@ int main(int argc, char** argv) {
   }
   try {
     cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, 0), "properties");
+    cuda_check(cudaGetDeviceProperties(&prop, 0), "properties");
     cudaStream_t s;
-    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
+    cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
     sort_timer timer(s, opt.runs);
     const double copy_gbs = copy_rate_gbs(s);
     const std::size_t temp_bytes = std::size_t(5) << 30;
     char *temp = nullptr, *thrust_buf = nullptr;
-    check(cudaMalloc(&temp, temp_bytes), "temp");
-    check(cudaMalloc(&thrust_buf, temp_bytes), "temp");
+    cuda_check(cudaMalloc(&temp, temp_bytes), "temp");
+    cuda_check(cudaMalloc(&thrust_buf, temp_bytes), "temp");
     thrust_arena tt{thrust_buf, temp_bytes};
     context ctx{s, &timer, arena{temp, temp_bytes}, &tt};
 
@@ -443,7 +414,7 @@ int main(int argc, char** argv) {
       c.run_lm(lm::cuda::par.on(s).with_allocator(ctx.temp));
       c.setup();
       c.run_cub();
-      check(cudaStreamSynchronize(s), "profile");
+      cuda_check(cudaStreamSynchronize(s), "profile");
       return 0;
     }
     std::vector<int> sizes = opt.quick ? std::vector<int>{16, 20, 24} : std::vector<int>{16, 18, 20, 22, 24, 26, 28};
