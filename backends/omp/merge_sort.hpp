@@ -1,0 +1,218 @@
+// OpenMP merge sort: the GPU's structure on CPU cores (Modern GPU's
+// blocksort then merge passes, seeds/000).
+//
+//   1. Block sort. Thread t copies its block of the input, n / p elements,
+//      into scratch and sorts it: insertion sort of 16-element runs, then
+//      merge passes. The passes run chunk by chunk while the runs are shorter
+//      than a chunk (about 128 KiB of elements), so those passes stay in the
+//      core's L2 cache; the remaining passes span the block.
+//   2. Merge passes across blocks. Pass k merges pairs of runs of 2^k blocks.
+//      Every thread takes the same share of every pass: the output of each
+//      merge is cut at the block boundaries it covers (Merge Path, as in
+//      merge.hpp), so all p threads stay busy until the last pass, where a
+//      tree of merges would leave half the team idle at each level.
+//   3. The sorted scratch is written back to the caller's range.
+//
+// Scratch is two buffers of n keys (and values) used as ping-pong. The
+// caller's range is written only in step 3, after every comparison has run:
+// a comparator that throws on any thread leaves it as it was.
+#pragma once
+
+#include <cstddef>
+#include <iterator>
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/detail/dispatch.hpp"
+#include "sequential.hpp"
+#include "team.hpp"
+
+namespace libmerge::detail::omp_backend {
+
+// Runs this short are sorted by insertion, which beats merging them.
+inline constexpr index_t sort_run = 16;
+// A chunk's keys and values take at most this many bytes; with its ping-pong
+// twin it stays in a core's L2 cache (512 KiB and up on current x86 cores).
+inline constexpr std::size_t chunk_bytes = std::size_t{128} << 10;
+
+// Scratch holds keys and values as this type: bools as bytes (as the serial
+// backend does), so that a buffer is a plain array.
+template <class T>
+using scratch_t = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;
+
+// Trivial types live in uninitialized arrays that the sorting threads fill
+// (the caller does not wait for a serial fill, and on a multi-socket machine
+// each block's pages land next to the core that sorts it). Other types
+// (std::string) are copied into std::vectors up front, as the serial backend does.
+template <class T>
+inline constexpr bool raw_scratch = std::is_trivially_copyable_v<T> && std::is_trivially_default_constructible_v<T>;
+
+template <class T>
+class scratch {
+ public:
+  // n elements: uninitialized for raw_scratch types, else copies of source[0, n).
+  template <class Source>
+  scratch(index_t n, Source source) {
+    if constexpr (raw_scratch<T>) {
+      raw_.reset(new T[static_cast<std::size_t>(n)]);
+      data_ = raw_.get();
+      (void)source;
+    } else {
+      copies_.reserve(static_cast<std::size_t>(n));
+      for (index_t i = 0; i < n; ++i) copies_.push_back(static_cast<T>(source[i]));
+      data_ = copies_.data();
+    }
+  }
+  T* data() const { return data_; }
+
+ private:
+  std::unique_ptr<T[]> raw_;
+  std::vector<T> copies_;
+  T* data_ = nullptr;
+};
+
+// Smallest k with run << k >= size: the merge passes that turn runs of `run`
+// elements into one run of `size`.
+inline int doublings(index_t run, index_t size) {
+  int k = 0;
+  for (; run < size; run *= 2) ++k;
+  return k;
+}
+
+template <class Policy, class KeysIt, class ValsIn, class ValsOut, class Comp>
+void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp& comp) {
+  constexpr bool with_values = has_values<ValsOut>;
+  using K = typename std::iterator_traits<KeysIt>::value_type;
+  using V = typename std::conditional_t<with_values, std::iterator_traits<ValsOut>,
+                                        std::iterator_traits<char*>>::value_type;
+  using SK = scratch_t<K>;
+  using SV = scratch_t<V>;
+
+  const int threads = packs_bits<KeysIt> || packs_bits<ValsOut> ? 1 : team_size(policy, n);
+  // The ping-pong buffers; [0] receives the input (for raw_scratch types in
+  // step 1, by the thread that sorts each block).
+  scratch<SK> keys0(n, keys), keys1(n, keys0.data());
+  scratch<SV> vals0(with_values ? n : 0, vals_in), vals1(with_values ? n : 0, vals0.data());
+  SK* const key_buf[2] = {keys0.data(), keys1.data()};
+  SV* const val_buf[2] = {vals0.data(), vals1.data()};
+  std::vector<index_t> cross(static_cast<std::size_t>(threads) + 1);
+
+  // Merges runs of `width` elements pairwise within [lo, hi), buffer `from` into the other one.
+  auto merge_runs = [&](int from, index_t lo, index_t hi, index_t width) {
+    SK* src = key_buf[from];
+    SK* dst = key_buf[from ^ 1];
+    for (index_t x = lo; x < hi; x += 2 * width) {
+      const index_t mid = std::min(hi, x + width), end = std::min(hi, x + 2 * width);
+      if constexpr (with_values) {
+        SV* vsrc = val_buf[from];
+        merge_sequential<true>(src + x, mid - x, src + mid, end - mid, vsrc + x, vsrc + mid, dst + x,
+                               val_buf[from ^ 1] + x, comp);
+      } else {
+        merge_sequential<true>(src + x, mid - x, src + mid, end - mid, no_values{}, no_values{}, dst + x,
+                               no_values{}, comp);
+      }
+    }
+  };
+
+  parallel(threads, [&](const team& t) {
+    const int p = t.size(), r = t.rank();
+    auto block = [&](int k) { return share_begin(n, p, k); };
+    const index_t lo = block(r), hi = block(r + 1);
+
+    // 1. Block sort. Every thread runs as many passes as the largest block
+    //    (block 0) needs, so all blocks end in the same buffer.
+    const int block_passes = doublings(sort_run, block(1));
+    index_t chunk = sort_run;
+    while (chunk * 2 * static_cast<index_t>(sizeof(SK) + (with_values ? sizeof(SV) : 0)) <=
+           static_cast<index_t>(chunk_bytes)) {
+      chunk *= 2;
+    }
+    const int chunk_passes = std::min(block_passes, doublings(sort_run, chunk));
+    t.run([&] {
+      for (index_t c = lo; c < hi; c += chunk) {
+        const index_t c_end = std::min(hi, c + chunk);
+        if constexpr (raw_scratch<SK>) {
+          for (index_t i = c; i < c_end; ++i) key_buf[0][i] = static_cast<SK>(keys[i]);
+        }
+        if constexpr (with_values && raw_scratch<SV>) {
+          for (index_t i = c; i < c_end; ++i) val_buf[0][i] = static_cast<SV>(vals_in[i]);
+        }
+        for (index_t x = c; x < c_end; x += sort_run) {
+          const index_t len = std::min(sort_run, c_end - x);
+          if constexpr (with_values) {
+            insertion_sort<true>(key_buf[0] + x, val_buf[0] + x, len, comp);
+          } else {
+            insertion_sort<false>(key_buf[0] + x, static_cast<SV*>(nullptr), len, comp);
+          }
+        }
+        for (int k = 0; k < chunk_passes; ++k) merge_runs(k & 1, c, c_end, sort_run << k);
+      }
+      for (int k = chunk_passes; k < block_passes; ++k) merge_runs(k & 1, lo, hi, sort_run << k);
+    });
+    int from = block_passes & 1;  // the buffer holding the sorted blocks
+    t.barrier();
+
+    // 2. Merge passes: runs of `width` blocks merge pairwise; thread r writes
+    //    its own block's range of the output. The crossings are found, then
+    //    (after a barrier) every thread has them all: no thread moves an
+    //    element out of the source while another still compares it.
+    for (int width = 1; width < p; width *= 2) {
+      const int first = r / (2 * width) * (2 * width);
+      const int mid = std::min(p, first + width), last = std::min(p, first + 2 * width);
+      const index_t g_lo = block(first), g_mid = block(mid), g_hi = block(last);
+      const SK* src = key_buf[from];
+      auto diag = [&](int k) { return block(k) - g_lo; };
+      t.run([&] {
+        cross[r] = merge_path<bounds::lower>(src + g_lo, g_mid - g_lo, src + g_mid, g_hi - g_mid, diag(r), comp);
+      });
+      t.barrier();
+      t.run([&] {
+        const merge_share s = share_of(cross.data(), first, last, r, g_mid - g_lo, g_hi - g_mid, diag);
+        SK* a = key_buf[from] + g_lo;
+        SK* b = key_buf[from] + g_mid;
+        SK* out = key_buf[from ^ 1] + lo;
+        if constexpr (with_values) {
+          SV* av = val_buf[from] + g_lo;
+          SV* bv = val_buf[from] + g_mid;
+          merge_sequential<true>(a + s.a_begin, s.a_end - s.a_begin, b + s.b_begin, s.b_end - s.b_begin,
+                                 av + s.a_begin, bv + s.b_begin, out, val_buf[from ^ 1] + lo, comp);
+        } else {
+          merge_sequential<true>(a + s.a_begin, s.a_end - s.a_begin, b + s.b_begin, s.b_end - s.b_begin,
+                                 no_values{}, no_values{}, out, no_values{}, comp);
+        }
+      });
+      from ^= 1;
+      t.barrier();
+    }
+
+    // 3. Every comparison is done: write the caller's range, unless a thread failed.
+    if (t.failed()) return;
+    t.run([&] {
+      SK* sorted = key_buf[from];
+      for (index_t i = lo; i < hi; ++i) keys[i] = static_cast<K>(std::move(sorted[i]));
+      if constexpr (with_values) {
+        SV* sorted_vals = val_buf[from];
+        for (index_t i = lo; i < hi; ++i) vals_out[i] = static_cast<V>(std::move(sorted_vals[i]));
+      }
+    });
+  });
+}
+
+}  // namespace libmerge::detail::omp_backend
+
+namespace libmerge::detail {
+
+template <>
+struct backend_impl<algo::merge_sort, backend::omp> {
+  static constexpr bool available = true;
+
+  template <class Policy, class KeysIt, class ValsIn, class ValsOut, class Comp>
+  static void run(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp comp) {
+    omp_backend::merge_sort(policy, keys, n, vals_in, vals_out, comp);
+  }
+};
+
+}  // namespace libmerge::detail
