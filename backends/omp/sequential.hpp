@@ -260,25 +260,16 @@ void merge_sequential(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BV
 // ---------------------------------------------------------------------------
 // Insertion sort
 
-// Stable insertion sort of keys[0, n) (and vals[0, n)), moving elements; the
-// j > 0 guard keeps it in range for any comparator.
-template <bool WithValues, class K, class V, class Comp>
-void insertion_sort(K* keys, V* vals, index_t n, Comp& comp) {
+// Stable insertion sort of x[0, n), moving elements; the j > 0 guard keeps it
+// in range for any comparator.
+template <class T, class Comp>
+void insertion_sort(T* x, index_t n, const Comp& comp) {
   for (index_t i = 1; i < n; ++i) {
-    if (!comp(keys[i], keys[i - 1])) continue;  // already in place: the common case of sorted input
-    K key = std::move(keys[i]);
+    if (!comp(x[i], x[i - 1])) continue;  // already in place: the common case of sorted input
+    T item = std::move(x[i]);
     index_t j = i;
-    if constexpr (WithValues) {
-      V val = std::move(vals[i]);
-      for (; j > 0 && comp(key, keys[j - 1]); --j) {
-        keys[j] = std::move(keys[j - 1]);
-        vals[j] = std::move(vals[j - 1]);
-      }
-      vals[j] = std::move(val);
-    } else {
-      for (; j > 0 && comp(key, keys[j - 1]); --j) keys[j] = std::move(keys[j - 1]);
-    }
-    keys[j] = std::move(key);
+    for (; j > 0 && comp(item, x[j - 1]); --j) x[j] = std::move(x[j - 1]);
+    x[j] = std::move(item);
   }
 }
 
