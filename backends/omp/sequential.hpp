@@ -273,6 +273,27 @@ void insertion_sort(T* x, index_t n, const Comp& comp) {
   }
 }
 
+// Sorts x[0, 4) stably without a branch: the bubble network (0,1) (2,3) (1,2)
+// (0,1) (2,3) (1,2), whose compare-exchanges only swap neighbours, and only
+// when the second is strictly smaller. For small trivially copyable elements,
+// whose selects compile to conditional moves.
+template <class T, class Comp>
+void sort4(T* x, const Comp& comp) {
+  auto exchange = [&](T& a, T& b) {
+    const bool swap = comp(b, a);
+    const T lo = swap ? b : a;
+    const T hi = swap ? a : b;
+    a = lo;
+    b = hi;
+  };
+  exchange(x[0], x[1]);
+  exchange(x[2], x[3]);
+  exchange(x[1], x[2]);
+  exchange(x[0], x[1]);
+  exchange(x[2], x[3]);
+  exchange(x[1], x[2]);
+}
+
 // ---------------------------------------------------------------------------
 // Bound search
 
