@@ -17,12 +17,14 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "cpu_test_helpers.hpp"
+#include "demo/demonstrations.hpp"
 
 namespace lm = libmerge;
 using cpu_test::check_same;
@@ -240,6 +242,19 @@ BOOST_AUTO_TEST_CASE(an_iterator_exception_reaches_the_caller) {
     cpu_test::checked_iterator<std::int32_t> short_out(out.data(), static_cast<std::ptrdiff_t>(out.size()) - 1);
     BOOST_CHECK_THROW(lm::merge(policy, a.begin(), a.end(), a.begin(), a.end(), short_out),
                       cpu_test::out_of_range_access);
+  });
+}
+
+// The demo's demonstrations (the seeds' Modern GPU examples) print the same
+// on lm::omp::par as on lm::serial, whose printout test_demo_output holds to
+// the seeds' (and without a "not in this backend" note: all run on OpenMP).
+BOOST_AUTO_TEST_CASE(demonstrations_print_the_same_as_on_serial) {
+  std::ostringstream serial_out;
+  demo::run_demonstrations(serial_out, lm::serial);
+  for_each_team([&](const auto& policy) {
+    std::ostringstream omp_out;
+    demo::run_demonstrations(omp_out, policy);
+    BOOST_TEST(omp_out.str() == serial_out.str());
   });
 }
 
