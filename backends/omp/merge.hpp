@@ -27,7 +27,7 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   parallel(threads, [&](const team& t) {
     const int p = t.size(), r = t.rank();
     auto diag = [&](int k) { return share_begin(n, p, k); };
-    t.run([&] { cross[r] = merge_path<bounds::lower>(a, na, b_keys, nb, diag(r), comp); });
+    t.run([&] { cross[r] = path_crossing<bounds::lower>(a, na, b_keys, nb, diag(r), comp); });
     t.barrier();
     t.run([&] {
       const merge_share s = share_of(cross.data(), 0, p, r, na, nb, diag);

@@ -193,8 +193,8 @@ void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, Va
       item* const src = buf[from];
       auto diag = [&](int k) { return block(k) - g_lo; };
       t.run([&] {
-        cross[r] = merge_path<bounds::lower>(static_cast<const item*>(src + g_lo), g_mid - g_lo,
-                                             static_cast<const item*>(src + g_mid), g_hi - g_mid, diag(r), order);
+        cross[r] = path_crossing<bounds::lower>(static_cast<const item*>(src + g_lo), g_mid - g_lo,
+                                                static_cast<const item*>(src + g_mid), g_hi - g_mid, diag(r), order);
       });
       t.barrier();
       t.run([&] {

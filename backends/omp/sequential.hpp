@@ -1,5 +1,5 @@
-// What one thread does with its share: a merge, an insertion sort of a short
-// run, a galloping bound search, and the partition of a merge among threads.
+// What one thread does with its share: a merge, the sorts of the first short
+// runs, a galloping bound search, and the partition of a merge among threads.
 // Written for the OpenMP backend on its own (the serial backend is the oracle
 // the tests hold these to, so they share none of its loops); the merge-path
 // search itself is the one the CUDA backend uses (backends/cuda/merge_path.hpp).
@@ -336,6 +336,41 @@ index_t gallop(Hay hay, index_t pos, index_t end, const Needle& needle, Comp& co
 
 // ---------------------------------------------------------------------------
 // Merge Path partition
+
+// merge_path (shared with the CUDA backend) is __host__ __device__ under
+// nvcc, and this backend calls it with host-only iterators and comparators
+// (std::deque iterators, lambdas), which nvcc flags (#20011-D, #20014-D) in
+// a __host__ __device__ function. These two wrappers are the
+// __host__ __device__ face of a host-only callee, and the diagnostic is
+// silenced for them alone: they only ever run on the host.
+#if defined(__CUDACC__)
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20011, 20014
+#endif
+template <class It>
+struct host_range {
+  It it;
+  LIBMERGE_HOST_DEVICE decltype(auto) operator[](index_t i) const { return it[i]; }
+};
+
+template <class Comp>
+struct host_comparator {
+  Comp& comp;
+  template <class A, class B>
+  LIBMERGE_HOST_DEVICE bool operator()(const A& a, const B& b) const {
+    return comp(a, b);
+  }
+};
+#if defined(__CUDACC__)
+#pragma nv_diagnostic pop
+#endif
+
+// How many of the first `diag` outputs of merging a[0, na) and b[0, nb) come
+// from A, with Bounds' tie rule (merge_path, on the host).
+template <bounds Bounds, class AIt, class BIt, class Comp>
+index_t path_crossing(AIt a, index_t na, BIt b, index_t nb, index_t diag, Comp& comp) {
+  return merge_path<Bounds>(host_range<AIt>{a}, na, host_range<BIt>{b}, nb, diag, host_comparator<Comp>{comp});
+}
 
 // One thread's share of a merge: a[a_begin, a_end) and b[b_begin, b_end),
 // whose merge is outputs [a_begin + b_begin, a_end + b_end).

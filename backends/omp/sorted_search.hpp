@@ -112,7 +112,7 @@ match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index
   parallel(threads, [&](const team& t) {
     const int p = t.size(), r = t.rank();
     auto diag = [&](int k) { return share_begin(n, p, k); };
-    t.run([&] { cross[r] = merge_path<Bounds>(a, na, b, nb, diag(r), comp); });
+    t.run([&] { cross[r] = path_crossing<Bounds>(a, na, b, nb, diag(r), comp); });
     t.barrier();
     t.run([&] {
       const merge_share s = share_of(cross.data(), 0, p, r, na, nb, diag);
@@ -143,7 +143,7 @@ void sorted_equality_count(const Policy& policy, AIt a, index_t na, BIt b, index
   parallel(threads, [&](const team& t) {
     const int p = t.size(), r = t.rank();
     auto diag = [&](int k) { return share_begin(n, p, k); };
-    t.run([&] { cross[r] = merge_path<bounds::lower>(a, na, b, nb, diag(r), comp); });
+    t.run([&] { cross[r] = path_crossing<bounds::lower>(a, na, b, nb, diag(r), comp); });
     t.barrier();
     t.run([&] {
       const merge_share s = share_of(cross.data(), 0, p, r, na, nb, diag);
