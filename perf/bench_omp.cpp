@@ -4,7 +4,7 @@
 // CUDA, run on a GPU) the CUDA backend alongside: the CPU-vs-GPU table.
 //
 //   libmerge_omp_bench [--out DIR] [--threads 1,2,4,8,16] [--sizes 1e6,1e7,1e8,1e9]
-//                      [--types int32,int64,struct16] [--runs 5] [--max-seconds 330] [--no-gpu]
+//                      [--types int32,int64,struct16] [--runs 5] [--max-seconds 300] [--no-gpu]
 //
 // It measures, in this order, until --max-seconds have passed (what is left is
 // listed as skipped):
@@ -87,7 +87,7 @@ struct options {
   std::vector<long long> sizes = {1000000, 10000000, 100000000, 1000000000};
   std::vector<std::string> types = {"int32", "int64", "struct16"};
   int runs = 5;
-  double max_seconds = 330;
+  double max_seconds = 300;
   bool gpu = true;
 };
 

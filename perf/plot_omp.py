@@ -30,6 +30,11 @@ STYLE = {
 }
 
 
+def label(impl):
+    # matplotlib leaves labels that start with "_" out of legends
+    return "libstdc++ " + impl if impl.startswith("_") else impl
+
+
 def count(n):
     e = len(str(n)) - 1
     return f"10^{e}" if n == 10**e else f"{n:,}"
@@ -54,7 +59,7 @@ def plot_scaling(data, out):
     for ax, a in zip(axes[0], panels):
         rows = [r for r in data["results"] if r["algorithm"] == a and r["type"] == "int32" and r["n"] == n_ref]
         for impl, pts in lines(rows, "threads").items():
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=impl, **STYLE[impl])
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label(impl), **STYLE[impl])
         threads = sorted({r["threads"] for r in rows})
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
@@ -82,7 +87,7 @@ def plot_sizes(data, out):
     for ax, a in zip(axes[0], panels):
         rows = [r for r in data["results"] if r["algorithm"] == a and r["type"] == "int32" and r["threads"] == t_max]
         for impl, pts in lines(rows, "n").items():
-            ax.plot([p[0] for p in pts], [p[0] / (p[1] * 1e3) for p in pts], label=impl, **STYLE[impl])
+            ax.plot([p[0] for p in pts], [p[0] / (p[1] * 1e3) for p in pts], label=label(impl), **STYLE[impl])
         ax.set_xscale("log")
         ax.set_xlabel("n (elements)")
         ax.set_ylabel("million elements / s (higher is better)")

@@ -10,7 +10,7 @@
 # omp-bench.json (every measurement), omp-bench.log (progress) and, when
 # matplotlib is installed, omp-scaling.png and omp-sizes.png. The default plan
 # takes about 5 minutes on 16 cores and stops starting new measurements after
-# --max-seconds (330); trim it with e.g. --sizes 1e6,1e7,1e8 --threads 1,4,16.
+# --max-seconds (300); trim it with e.g. --sizes 1e6,1e7,1e8 --threads 1,4,16.
 set -euo pipefail
 if [ $# -lt 1 ]; then
   echo "usage: bash scripts/omp-bench.sh OUT_DIR [BUILD_DIR] [driver options...]" >&2
