@@ -5,8 +5,8 @@
 #
 #   bash scripts/omp-bench.sh OUT_DIR [BUILD_DIR] [driver options...]
 #
-# BUILD_DIR (default: build) is a CMake build of this tree; the driver is
-# built there if it is missing. Writes OUT_DIR/omp-bench.txt (tables),
+# BUILD_DIR (default: build) is a CMake build of this tree (configured here if
+# it is not one yet); the driver is brought up to date there first. Writes OUT_DIR/omp-bench.txt (tables),
 # omp-bench.json (every measurement), omp-bench.log (progress) and, when
 # matplotlib is installed, omp-scaling.png and omp-sizes.png. The default plan
 # takes about 5 minutes on 16 cores and stops starting new measurements after
@@ -21,10 +21,10 @@ build=${2:-build}
 shift $(( $# >= 2 ? 2 : 1 ))
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-if [ ! -x "$build/perf/libmerge_omp_bench" ]; then
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
-  cmake --build "$build" --target libmerge_omp_bench -j"$JOBS"
-fi
+# Configure when BUILD_DIR is not a build yet; (re)build the driver either way
+# (a no-op when it is up to date).
+[ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
+cmake --build "$build" --target libmerge_omp_bench -j"$JOBS"
 mkdir -p "$out"
 "$build/perf/libmerge_omp_bench" --out "$out" "$@" 2> >(tee "$out/omp-bench.log" >&2)
 python=python3
