@@ -1,5 +1,6 @@
 // lm::omp::par as a policy: its team size, exceptions thrown inside its
-// parallel regions, calls from inside a user's parallel region, and Thrust's
+// parallel regions, comparators that are no strict weak ordering, calls from
+// inside a user's parallel region, and Thrust's
 // host policies (thrust::omp::par, thrust::cpp::par) as drop-ins, built when
 // Thrust's headers are found (LIBMERGE_TEST_THRUST_POLICIES).
 //
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <numeric>
@@ -243,6 +245,122 @@ BOOST_AUTO_TEST_CASE(an_iterator_exception_reaches_the_caller) {
     BOOST_CHECK_THROW(lm::merge(policy, a.begin(), a.end(), a.begin(), a.end(), short_out),
                       cpu_test::out_of_range_access);
   });
+}
+
+// ---------------------------------------------------------------------------
+// Comparators that are no strict weak ordering, and unsorted input: every
+// call returns, stays inside every range (bounds-checked iterators), and a
+// sort's output is a permutation of its input, whatever the thread shares.
+
+struct comparator_budget_exceeded : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Answers x <= y, a pseudo-random bit, always true or always false; safe to
+// call from several threads (the call counter is atomic). Past `budget`
+// calls it throws, which turns a hang into a failure.
+struct bad_comparator {
+  enum kind { less_equal, random, always_true, always_false } k;
+  std::shared_ptr<std::atomic<std::int64_t>> calls = std::make_shared<std::atomic<std::int64_t>>(0);
+  std::int64_t budget;
+
+  bad_comparator(kind kk, std::int64_t n)
+      : k(kk), budget(64 * (n + 16) * (static_cast<std::int64_t>(std::log2(static_cast<double>(n) + 2)) + 2)) {}
+
+  bool operator()(std::int32_t x, std::int32_t y) const {
+    const std::int64_t call = calls->fetch_add(1, std::memory_order_relaxed);
+    if (call > budget) throw comparator_budget_exceeded("comparator called more than " + std::to_string(budget) + " times");
+    switch (k) {
+      case less_equal: return x <= y;
+      case random: return (cpu_test::mix_seed(static_cast<std::uint64_t>(call), static_cast<std::uint64_t>(x)) & 1) != 0;
+      case always_true: return true;
+      case always_false: return false;
+    }
+    return false;
+  }
+};
+
+const bad_comparator::kind bad_kinds[] = {bad_comparator::less_equal, bad_comparator::random,
+                                          bad_comparator::always_true, bad_comparator::always_false};
+
+template <class F>
+void expect_returns_in_range(F&& f) {
+  try {
+    f();
+  } catch (const cpu_test::out_of_range_access& e) {
+    BOOST_ERROR("access outside a range: " << e.what());
+  } catch (const comparator_budget_exceeded& e) {
+    BOOST_ERROR("does not terminate: " << e.what());
+  }
+}
+
+template <class T>
+std::vector<T> sorted_copy(std::vector<T> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+BOOST_AUTO_TEST_CASE(bad_comparators_sorts_return_a_permutation) {
+  for (auto kind : bad_kinds) {
+    for (std::int64_t n : {0, 1, 2, 17, 100, 4097, 30001}) {
+      BOOST_TEST_CONTEXT("comparator kind " << static_cast<int>(kind) << ", n " << n) {
+        const auto input = test_support::generate<std::int32_t>(n, distribution::few_distinct, 41 + static_cast<std::uint64_t>(n));
+        std::vector<std::int64_t> identity(input.size());
+        std::iota(identity.begin(), identity.end(), std::int64_t{0});
+        for_each_team([&](const auto& policy) {
+          auto keys = input;
+          auto [first, last] = cpu_test::checked_range(keys);
+          expect_returns_in_range([&] { lm::merge_sort(policy, first, last, bad_comparator(kind, n)); });
+          BOOST_TEST((sorted_copy(keys) == sorted_copy(input)), "merge_sort output is not a permutation of its input");
+
+          keys = input;
+          auto vals = identity;
+          auto vfirst = cpu_test::checked_range(vals).first;
+          expect_returns_in_range([&] { lm::merge_sort_by_key(policy, first, last, vfirst, bad_comparator(kind, n)); });
+          BOOST_TEST((sorted_copy(keys) == sorted_copy(input)), "merge_sort_by_key keys not a permutation");
+          BOOST_TEST((sorted_copy(vals) == identity), "merge_sort_by_key values not a permutation");
+        });
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_comparators_and_unsorted_input_merges_and_searches_stay_in_range) {
+  for (auto kind : bad_kinds) {
+    for (std::int64_t na : {0, 1, 17, 1000, 20001}) {
+      for (std::int64_t nb : {0, 3, 1000, 9999}) {
+        BOOST_TEST_CONTEXT("comparator kind " << static_cast<int>(kind) << ", |A| " << na << ", |B| " << nb) {
+          auto a = test_support::generate<std::int32_t>(na, distribution::few_distinct, 43);  // unsorted
+          auto b = test_support::generate<std::int32_t>(nb, distribution::random, 44);        // unsorted
+          std::vector<std::int32_t> out(a.size() + b.size()), vals_out(out.size());
+          std::vector<std::int64_t> a_out(a.size()), b_out(b.size());
+          auto [a0, a1] = cpu_test::checked_range(a);
+          auto [b0, b1] = cpu_test::checked_range(b);
+          auto [o0, o1] = cpu_test::checked_range(out);
+          auto [v0, v1] = cpu_test::checked_range(vals_out);
+          auto ao = cpu_test::checked_range(a_out).first;
+          auto bo = cpu_test::checked_range(b_out).first;
+          const std::int64_t n = na + nb;
+          for_each_team([&](const auto& policy) {
+            expect_returns_in_range([&] {
+              BOOST_TEST((lm::merge(policy, a0, a1, b0, b1, o0, bad_comparator(kind, n)) == o1));
+              BOOST_TEST((lm::merge(policy, a0, a1, b0, b1, o0, lm::less<>{}) == o1));  // unsorted only
+              auto ends = lm::merge_by_key(policy, a0, a1, b0, b1, a0, b0, o0, v0, bad_comparator(kind, n));
+              BOOST_TEST((ends.first == o1));
+              BOOST_TEST((ends.second == v1));
+              lm::sorted_search<bounds::lower, search_type::index_match, search_type::index_match>(
+                  policy, a0, a1, b0, b1, ao, bo, bad_comparator(kind, n));
+              lm::sorted_search<bounds::upper, search_type::match, search_type::index>(policy, a0, a1, b0, b1, ao, bo,
+                                                                                       lm::less<>{});
+              lm::sorted_search<bounds::lower>(policy, a0, a1, b0, b1, ao, bad_comparator(kind, n));
+              lm::sorted_equality_count(policy, a0, a1, b0, b1, ao, bad_comparator(kind, n));
+              lm::sorted_equality_count(policy, a0, a1, b0, b1, ao, lm::less<>{});
+            });
+          });
+        }
+      }
+    }
+  }
 }
 
 // The demo's demonstrations (the seeds' Modern GPU examples) print the same
