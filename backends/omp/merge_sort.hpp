@@ -57,29 +57,6 @@ inline constexpr index_t group_chunks = 4;
 template <class T>
 using scratch_t = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;
 
-// A key with its value. Sorts by key keep the pair together in one array: a
-// merge step then moves one element through one pointer, which measured three
-// times faster than moving a key and a value from two arrays in step.
-template <class K, class V>
-struct keyed {
-  K key;
-  V value;
-};
-
-// The comparator on scratch elements: keys, or the keys of keyed pairs.
-template <bool WithValues, class Comp>
-struct key_order {
-  Comp& comp;
-  template <class T>
-  bool operator()(const T& x, const T& y) const {
-    if constexpr (WithValues) {
-      return comp(x.key, y.key);
-    } else {
-      return comp(x, y);
-    }
-  }
-};
-
 // Trivial types live in uninitialized arrays that the sorting threads fill
 // (the caller does not wait for a serial fill, and on a multi-socket machine
 // each block's pages land next to the core that sorts it). Other types

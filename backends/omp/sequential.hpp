@@ -70,6 +70,31 @@ inline constexpr bool packs_bits =
 // ---------------------------------------------------------------------------
 // Sequential merge
 
+// A key with its value. Sorts and merges by key move the pair as one element:
+// a merge step then moves one element through one pointer, which measured
+// three times faster than moving a key and a value from two arrays in step
+// (g++ turns the second select into a branch).
+template <class K, class V>
+struct keyed {
+  K key;
+  V value;
+};
+
+// The comparator on scratch elements: keys, or the keys of keyed pairs.
+template <bool WithValues, class Comp>
+struct key_order {
+  Comp& comp;
+  template <class T>
+  bool operator()(const T& x, const T& y) const {
+    if constexpr (WithValues) {
+      return comp(x.key, y.key);
+    } else {
+      return comp(x, y);
+    }
+  }
+};
+
+
 // Contiguous iterators (pointers, std::vector's) are merged through pointers,
 // which lets the merge below pick its source with a conditional move.
 template <class It, class = void>
