@@ -2,6 +2,7 @@
 // execution policies. Include this one header.
 //
 //   g++ (no CUDA):  the serial backend, lm::serial.
+//   -fopenmp:       also the OpenMP backend, lm::omp::par (and thrust::omp::par).
 //   nvcc:           also the CUDA backend, lm::cuda::par (and Thrust's CUDA
 //                   policies, e.g. thrust::device).
 #pragma once
@@ -17,6 +18,9 @@
 #include "../backends/serial/merge.hpp"
 #include "../backends/serial/merge_sort.hpp"
 #include "../backends/serial/sorted_search.hpp"
+
+#include "../policies/omp.hpp"
+#include "../backends/omp/backend.hpp"
 
 #if LIBMERGE_HAS_CUDA
 #include "../backends/cuda/backend.cuh"

@@ -14,6 +14,7 @@ namespace libmerge {
 namespace backend {
 struct serial {};
 struct cuda {};
+struct omp {};
 }  // namespace backend
 
 // One tag per algorithm family; by_key and indices variants share their

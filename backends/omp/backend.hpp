@@ -1,0 +1,31 @@
+// The OpenMP backend: lm::omp::par (policies/omp.hpp). Compiled with OpenMP
+// (-fopenmp) it implements every algorithm; without it, every algorithm is
+// "not available" and a call says which flag is missing.
+#pragma once
+
+#include "../../libmerge/detail/dispatch.hpp"
+
+#if defined(_OPENMP)
+
+#include "merge.hpp"
+#include "merge_sort.hpp"
+#include "sorted_search.hpp"
+
+#else
+
+namespace libmerge::detail {
+
+template <class Algorithm>
+struct backend_impl<Algorithm, backend::omp> {
+  static constexpr bool available = false;
+  template <auto..., class... Args>
+  static void run(Args&&...) {
+    static_assert(always_false<Args...>,
+                  "libmerge: lm::omp::par needs OpenMP, and this file was compiled without it: compile with "
+                  "-fopenmp (CMake: target_link_libraries(<target> PRIVATE OpenMP::OpenMP_CXX))");
+  }
+};
+
+}  // namespace libmerge::detail
+
+#endif

@@ -1,0 +1,229 @@
+// OpenMP merge sort: the GPU's structure on CPU cores (Modern GPU's
+// blocksort then merge passes, seeds/000).
+//
+//   1. Block sort. Thread t copies its block of the input, n / p elements,
+//      into scratch (keys with their values as pairs, see keyed) and sorts
+//      it: short runs first (first_run), then merge passes. While the runs
+//      are short the passes go chunk by chunk (256 KiB, in the core's L2),
+//      then group by group (1 MiB, in its share of L3); the rest span the
+//      block.
+//   2. Merge passes across blocks. Pass k merges pairs of runs of 2^k blocks.
+//      Every thread takes the same share of every pass: the output of each
+//      merge is cut at the block boundaries it covers (Merge Path, as in
+//      merge.hpp), so all p threads stay busy until the last pass, where a
+//      tree of merges would leave half the team idle at each level.
+//   3. The sorted scratch is written back to the caller's range.
+//
+// Scratch is two buffers of n keys (or key-value pairs) used as ping-pong. The
+// caller's range is written only in step 3, after every comparison has run:
+// a comparator that throws on any thread leaves it as it was.
+#pragma once
+
+#include <cstddef>
+#include <iterator>
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/detail/dispatch.hpp"
+#include "sequential.hpp"
+#include "team.hpp"
+
+namespace libmerge::detail::omp_backend {
+
+// The first runs: elements of up to 8 bytes that copy trivially are sorted in
+// fours by a branch-free network (sequential.hpp: sort4), then merged; others
+// in sixteens by insertion, which beats merging them. (For random int32 keys,
+// the network and two merge passes take 30% less time than insertion.)
+template <class T>
+inline constexpr bool network_sortable = std::is_trivially_copyable_v<T> && sizeof(T) <= 8;
+template <class T>
+inline constexpr index_t first_run = network_sortable<T> ? 4 : 16;
+// The block sort's passes go in cache-sized pieces while the runs are short
+// enough: a chunk takes at most chunk_bytes, and with its ping-pong twin stays
+// in a core's L2 (1 to 2 MiB on current server cores); a group of
+// group_chunks chunks (2 MiB with its twin) in the core's share of L3. Every
+// pass that stays in cache saves a pass over main memory, which all threads
+// share: with 16 threads that bandwidth, not the merging, bounds the sort.
+// (At one thread the sort is compute-bound: the sizes make no measurable
+// difference there.)
+inline constexpr std::size_t chunk_bytes = std::size_t{256} << 10;
+inline constexpr index_t group_chunks = 4;
+
+// Scratch holds keys and values as this type: bools as bytes (as the serial
+// backend does), so that a buffer is a plain array.
+template <class T>
+using scratch_t = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;
+
+// Trivial types live in uninitialized arrays that the sorting threads fill
+// (the caller does not wait for a serial fill, and on a multi-socket machine
+// each block's pages land next to the core that sorts it). Other types
+// (std::string) are built into a std::vector up front, as the serial backend does.
+template <class T>
+inline constexpr bool raw_scratch = std::is_trivially_copyable_v<T> && std::is_trivially_default_constructible_v<T>;
+
+template <class T>
+class scratch {
+ public:
+  // n elements: uninitialized for raw_scratch types, else make(0), ..., make(n - 1).
+  template <class Make>
+  scratch(index_t n, Make&& make) {
+    if constexpr (raw_scratch<T>) {
+      raw_.reset(new T[static_cast<std::size_t>(n)]);
+      data_ = raw_.get();
+      (void)make;
+    } else {
+      built_.reserve(static_cast<std::size_t>(n));
+      for (index_t i = 0; i < n; ++i) built_.push_back(make(i));
+      data_ = built_.data();
+    }
+  }
+  T* data() const { return data_; }
+
+ private:
+  std::unique_ptr<T[]> raw_;
+  std::vector<T> built_;
+  T* data_ = nullptr;
+};
+
+// Smallest k with run << k >= size: the merge passes that turn runs of `run`
+// elements into one run of `size`.
+inline int doublings(index_t run, index_t size) {
+  int k = 0;
+  for (; run < size; run *= 2) ++k;
+  return k;
+}
+
+template <class Policy, class KeysIt, class ValsIn, class ValsOut, class Comp>
+void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp& comp) {
+  constexpr bool with_values = has_values<ValsOut>;
+  using K = typename std::iterator_traits<KeysIt>::value_type;
+  using V = typename std::conditional_t<with_values, std::iterator_traits<ValsOut>,
+                                        std::iterator_traits<char*>>::value_type;
+  using item = std::conditional_t<with_values, keyed<scratch_t<K>, scratch_t<V>>, scratch_t<K>>;
+  const key_order<with_values, Comp> order{comp};
+
+  // Element i of the input, as a scratch element.
+  auto load = [&](index_t i) -> item {
+    if constexpr (with_values) {
+      return item{static_cast<scratch_t<K>>(keys[i]), static_cast<scratch_t<V>>(vals_in[i])};
+    } else {
+      return static_cast<item>(keys[i]);
+    }
+  };
+
+  const int threads = packs_bits<KeysIt> || packs_bits<ValsOut> ? 1 : team_size(policy, n);
+  // The ping-pong buffers; [0] receives the input (for raw_scratch types in
+  // step 1, by the thread that sorts each block).
+  scratch<item> buf0(n, load);
+  scratch<item> buf1(n, [&](index_t i) { return buf0.data()[i]; });
+  item* const buf[2] = {buf0.data(), buf1.data()};
+  std::vector<index_t> cross(static_cast<std::size_t>(threads) + 1);
+
+  // Merges runs of `width` elements pairwise within [lo, hi), from buffer
+  // `from` into the other one.
+  auto merge_runs = [&](int from, index_t lo, index_t hi, index_t width) {
+    item* src = buf[from];
+    item* dst = buf[from ^ 1];
+    for (index_t x = lo; x < hi; x += 2 * width) {
+      const index_t mid = std::min(hi, x + width), end = std::min(hi, x + 2 * width);
+      merge_sequential<true>(src + x, mid - x, src + mid, end - mid, no_values{}, no_values{}, dst + x, no_values{},
+                             order);
+    }
+  };
+
+  parallel(threads, [&](const team& t) {
+    const int p = t.size(), r = t.rank();
+    auto block = [&](int k) { return share_begin(n, p, k); };
+    const index_t lo = block(r), hi = block(r + 1);
+
+    // 1. Block sort. Every thread runs as many passes as the largest block
+    //    (block 0) needs, so all blocks end in the same buffer.
+    constexpr index_t run = first_run<item>;
+    const int block_passes = doublings(run, block(1));
+    index_t chunk = run;
+    while (chunk * 2 * static_cast<index_t>(sizeof(item)) <= static_cast<index_t>(chunk_bytes)) chunk *= 2;
+    const index_t group = group_chunks * chunk;
+    const int chunk_passes = std::min(block_passes, doublings(run, chunk));
+    const int group_passes = std::min(block_passes, doublings(run, group));
+    t.run([&] {
+      for (index_t g = lo; g < hi; g += group) {
+        const index_t g_end = std::min(hi, g + group);
+        for (index_t c = g; c < g_end; c += chunk) {
+          const index_t c_end = std::min(g_end, c + chunk);
+          if constexpr (raw_scratch<item>) {
+            for (index_t i = c; i < c_end; ++i) buf[0][i] = load(i);
+          }
+          for (index_t x = c; x < c_end; x += run) {
+            if (network_sortable<item> && x + 4 <= c_end) {
+              sort4(buf[0] + x, order);
+            } else {
+              insertion_sort(buf[0] + x, std::min(run, c_end - x), order);
+            }
+          }
+          for (int k = 0; k < chunk_passes; ++k) merge_runs(k & 1, c, c_end, run << k);
+        }
+        for (int k = chunk_passes; k < group_passes; ++k) merge_runs(k & 1, g, g_end, run << k);
+      }
+      for (int k = group_passes; k < block_passes; ++k) merge_runs(k & 1, lo, hi, run << k);
+    });
+    int from = block_passes & 1;  // the buffer holding the sorted blocks
+    t.barrier();
+
+    // 2. Merge passes: runs of `width` blocks merge pairwise; thread r writes
+    //    its own block's range of the output. The crossings are found, then
+    //    (after a barrier) every thread has them all: no thread moves an
+    //    element out of the source while another still compares it.
+    for (int width = 1; width < p; width *= 2) {
+      const int first = r / (2 * width) * (2 * width);
+      const int mid = std::min(p, first + width), last = std::min(p, first + 2 * width);
+      const index_t g_lo = block(first), g_mid = block(mid), g_hi = block(last);
+      item* const src = buf[from];
+      auto diag = [&](int k) { return block(k) - g_lo; };
+      t.run([&] {
+        cross[r] = path_crossing<bounds::lower>(static_cast<const item*>(src + g_lo), g_mid - g_lo,
+                                                static_cast<const item*>(src + g_mid), g_hi - g_mid, diag(r), order);
+      });
+      t.barrier();
+      t.run([&] {
+        const merge_share s = share_of(cross.data(), first, last, r, g_mid - g_lo, g_hi - g_mid, diag);
+        merge_sequential<true>(src + g_lo + s.a_begin, s.a_end - s.a_begin, src + g_mid + s.b_begin,
+                               s.b_end - s.b_begin, no_values{}, no_values{}, buf[from ^ 1] + lo, no_values{}, order);
+      });
+      from ^= 1;
+      t.barrier();
+    }
+
+    // 3. Every comparison is done: write the caller's range, unless a thread failed.
+    if (t.failed()) return;
+    t.run([&] {
+      item* sorted = buf[from];
+      for (index_t i = lo; i < hi; ++i) {
+        if constexpr (with_values) {
+          keys[i] = static_cast<K>(std::move(sorted[i].key));
+          vals_out[i] = static_cast<V>(std::move(sorted[i].value));
+        } else {
+          keys[i] = static_cast<K>(std::move(sorted[i]));
+        }
+      }
+    });
+  });
+}
+
+}  // namespace libmerge::detail::omp_backend
+
+namespace libmerge::detail {
+
+template <>
+struct backend_impl<algo::merge_sort, backend::omp> {
+  static constexpr bool available = true;
+
+  template <class Policy, class KeysIt, class ValsIn, class ValsOut, class Comp>
+  static void run(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp comp) {
+    omp_backend::merge_sort(policy, keys, n, vals_in, vals_out, comp);
+  }
+};
+
+}  // namespace libmerge::detail

@@ -1,0 +1,432 @@
+// What one thread does with its share: a merge, the sorts of the first short
+// runs, a galloping bound search, and the partition of a merge among threads.
+// Written for the OpenMP backend on its own (the serial backend is the oracle
+// the tests hold these to, so they share none of its loops); the merge-path
+// search itself is the one the CUDA backend uses (backends/cuda/merge_path.hpp).
+#pragma once
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/detail/dispatch.hpp"
+#include "../../libmerge/search_tags.hpp"
+#include "../cuda/merge_path.hpp"
+
+namespace libmerge::detail::omp_backend {
+
+// ---------------------------------------------------------------------------
+// Keys and values
+
+// A merge's key type is A's, and its value type A's values' (as on every
+// backend): B's elements are compared and written as those types. The same
+// object comes back by reference when no conversion is needed.
+template <class T, class X>
+decltype(auto) as_type(X&& x) {
+  if constexpr (std::is_same_v<std::decay_t<X>, T>) {
+    return std::forward<X>(x);
+  } else {
+    return static_cast<T>(std::forward<X>(x));
+  }
+}
+
+// B's keys seen as A's key type, for the merge-path search.
+template <class K, class It>
+struct keys_as {
+  It it;
+  K operator[](index_t i) const { return static_cast<K>(it[i]); }
+};
+
+template <class K, class It>
+auto view_as(It it) {
+  if constexpr (std::is_same_v<typename std::iterator_traits<It>::value_type, K>) {
+    return it;
+  } else {
+    return keys_as<K, It>{it};
+  }
+}
+
+// it + k, where keys-only calls pass no_values for the value iterators.
+template <class It>
+It advanced(It it, index_t k) {
+  if constexpr (has_values<It>) {
+    return it + k;
+  } else {
+    (void)k;
+    return it;
+  }
+}
+
+// std::vector<bool> packs eight elements into a byte: two threads writing
+// neighbours would race, so calls that write through it run on one thread.
+template <class It>
+inline constexpr bool packs_bits =
+    std::is_same_v<It, std::vector<bool>::iterator> || std::is_same_v<It, std::vector<bool>::const_iterator>;
+
+// ---------------------------------------------------------------------------
+// Sequential merge
+
+// A key with its value. Sorts and merges by key move the pair as one element:
+// a merge step then moves one element through one pointer, which measured
+// three times faster than moving a key and a value from two arrays in step
+// (g++ turns the second select into a branch).
+template <class K, class V>
+struct keyed {
+  K key;
+  V value;
+};
+
+// The comparator on scratch elements: keys, or the keys of keyed pairs.
+template <bool WithValues, class Comp>
+struct key_order {
+  Comp& comp;
+  template <class T>
+  bool operator()(const T& x, const T& y) const {
+    if constexpr (WithValues) {
+      return comp(x.key, y.key);
+    } else {
+      return comp(x, y);
+    }
+  }
+};
+
+
+// Contiguous iterators (pointers, std::vector's) are merged through pointers,
+// which lets the merge below pick its source with a conditional move.
+template <class It, class = void>
+struct is_vector_iterator : std::false_type {};
+template <class It>
+struct is_vector_iterator<It, std::enable_if_t<!std::is_same_v<typename std::iterator_traits<It>::value_type, bool>>>
+    : std::bool_constant<
+          std::is_same_v<It, typename std::vector<typename std::iterator_traits<It>::value_type>::iterator> ||
+          std::is_same_v<It, typename std::vector<typename std::iterator_traits<It>::value_type>::const_iterator>> {};
+
+template <class It>
+inline constexpr bool is_contiguous = std::is_pointer_v<It> || is_vector_iterator<It>::value;
+
+// The address of it[0] for a contiguous range of n elements (null when empty:
+// an end iterator must not be dereferenced).
+template <class It>
+auto to_pointer(It it, index_t n) {
+  if constexpr (std::is_pointer_v<It>) {
+    (void)n;
+    return it;
+  } else {
+    return n > 0 ? &*it : static_cast<decltype(&*it)>(nullptr);
+  }
+}
+
+// Merges a[0, na) and b[0, nb) into out[0, na + nb), values alongside
+// (WithValues); stable: B is taken only when strictly smaller, so A wins ties.
+// Move: the inputs are scratch buffers of a sort, whose elements may be moved from.
+//
+// Two things make it about twice as fast as the textbook loop on random keys:
+//   - The choice is data, not a branch: the source pointer is picked with a
+//     conditional move, so unpredictable comparisons cost no mispredictions.
+//   - It works from both ends at once (the front takes the smaller head, the
+//     back the larger tail, B winning ties there): two independent chains of
+//     compare-select-advance that the core overlaps.
+// Each round of steps is bounded by the shorter input, so no cursor can pass
+// an end whatever the comparator answers; the last few elements go one way.
+template <bool Move, bool WithValues, class KA, class KB, class VA, class VB, class K, class V, class Comp>
+void merge_pointers(KA* a, index_t na, KB* b, index_t nb, VA* a_vals, VB* b_vals, K* out, V* vals_out,
+                    Comp& comp) {
+  // Moving only matters for types that own resources.
+  auto take = [](auto* p) -> decltype(auto) {
+    if constexpr (Move && !std::is_trivially_copyable_v<std::remove_cv_t<std::remove_pointer_t<decltype(p)>>>) {
+      return std::move(*p);
+    } else {
+      return *p;
+    }
+  };
+  KA* a_back = a + na;  // back cursors: one past the last element not yet taken
+  KB* b_back = b + nb;
+  K* out_back = out + (na + nb);
+  VA* av_back = nullptr;
+  VB* bv_back = nullptr;
+  V* vals_back = nullptr;
+  if constexpr (WithValues) {
+    av_back = a_vals + na;
+    bv_back = b_vals + nb;
+    vals_back = vals_out + (na + nb);
+  }
+  auto front = [&] {
+    const bool from_b = comp(*b, *a);
+    *out++ = take(from_b ? b : a);
+    if constexpr (WithValues) {
+      *vals_out++ = take(from_b ? b_vals : a_vals);
+      a_vals += !from_b;
+      b_vals += from_b;
+    }
+    a += !from_b;
+    b += from_b;
+  };
+  auto back = [&] {
+    const bool from_a = comp(b_back[-1], a_back[-1]);
+    *--out_back = take(from_a ? a_back - 1 : b_back - 1);
+    if constexpr (WithValues) {
+      *--vals_back = take(from_a ? av_back - 1 : bv_back - 1);
+      av_back -= from_a;
+      bv_back -= !from_a;
+    }
+    a_back -= from_a;
+    b_back -= !from_a;
+  };
+  // A round of k steps takes at most 2k elements from either input.
+  for (index_t k; (k = std::min(a_back - a, b_back - b) / 2) > 0;) {
+    for (; k > 0; --k) {
+      front();
+      back();
+    }
+  }
+  for (index_t k; (k = std::min(a_back - a, b_back - b)) > 0;) {
+    for (; k > 0; --k) front();
+  }
+  // One input is used up; the rest of the other follows in order.
+  for (; a < a_back; ++a) {
+    *out++ = take(a);
+    if constexpr (WithValues) *vals_out++ = take(a_vals++);
+  }
+  for (; b < b_back; ++b) {
+    *out++ = take(b);
+    if constexpr (WithValues) *vals_out++ = take(b_vals++);
+  }
+}
+
+// The same merge for any random-access iterators, and for inputs of different
+// types (B's keys and values are converted to A's types). Positions are
+// indices; the source is picked by reference, which costs a branch where
+// merge_pointers has none, but works for proxies and conversions too.
+template <bool Move, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut, class Comp>
+void merge_iterators(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals, KeysOut out,
+                     ValsOut vals_out, Comp& comp) {
+  constexpr bool with_values = has_values<AVals>;
+  using K = typename std::iterator_traits<AKeys>::value_type;
+  auto pass = [](auto&& x) -> decltype(auto) {
+    if constexpr (Move) {
+      return std::move(x);
+    } else {
+      return std::forward<decltype(x)>(x);
+    }
+  };
+  // Writes output o from b[j] (from_b) or a[i].
+  auto put = [&](index_t o, bool from_b, index_t i, index_t j) {
+    out[o] = pass(from_b ? as_type<K>(b[j]) : a[i]);
+    if constexpr (with_values) {
+      using V = typename std::iterator_traits<AVals>::value_type;
+      vals_out[o] = pass(from_b ? as_type<V>(b_vals[j]) : a_vals[i]);
+    }
+  };
+  index_t i = 0, j = 0, o = 0;                      // front cursors
+  index_t i_end = na, j_end = nb, o_end = na + nb;  // back cursors, one past
+  for (index_t k; (k = std::min(i_end - i, j_end - j) / 2) > 0;) {
+    for (; k > 0; --k) {
+      const bool from_b = comp(as_type<K>(b[j]), a[i]);
+      put(o++, from_b, i, j);
+      i += !from_b;
+      j += from_b;
+      const bool from_a = comp(as_type<K>(b[j_end - 1]), a[i_end - 1]);
+      put(--o_end, !from_a, i_end - 1, j_end - 1);
+      i_end -= from_a;
+      j_end -= !from_a;
+    }
+  }
+  for (index_t k; (k = std::min(i_end - i, j_end - j)) > 0;) {
+    for (; k > 0; --k) {
+      const bool from_b = comp(as_type<K>(b[j]), a[i]);
+      put(o++, from_b, i, j);
+      i += !from_b;
+      j += from_b;
+    }
+  }
+  for (; i < i_end; ++i) put(o++, false, i, j);
+  for (; j < j_end; ++j) put(o++, true, i, j);
+}
+
+// merge_pointers when every range is contiguous and A and B hold the same
+// types, else merge_iterators.
+template <bool Move, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut, class Comp>
+void merge_sequential(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals, KeysOut out,
+                      ValsOut vals_out, Comp& comp) {
+  constexpr bool with_values = has_values<AVals>;
+  using K = typename std::iterator_traits<AKeys>::value_type;
+  constexpr bool keys_direct = is_contiguous<AKeys> && is_contiguous<BKeys> && is_contiguous<KeysOut> &&
+                               std::is_same_v<typename std::iterator_traits<BKeys>::value_type, K> &&
+                               std::is_same_v<typename std::iterator_traits<KeysOut>::value_type, K>;
+  constexpr bool values_direct = [] {
+    if constexpr (!with_values) {
+      return true;
+    } else {
+      using V = typename std::iterator_traits<AVals>::value_type;
+      return is_contiguous<AVals> && is_contiguous<BVals> && is_contiguous<ValsOut> &&
+             std::is_same_v<typename std::iterator_traits<BVals>::value_type, V> &&
+             std::is_same_v<typename std::iterator_traits<ValsOut>::value_type, V>;
+    }
+  }();
+  if constexpr (keys_direct && values_direct) {
+    const index_t n = na + nb;
+    if constexpr (with_values) {
+      merge_pointers<Move, true>(to_pointer(a, na), na, to_pointer(b, nb), nb, to_pointer(a_vals, na),
+                                 to_pointer(b_vals, nb), to_pointer(out, n), to_pointer(vals_out, n), comp);
+    } else {
+      using V = unsigned char;
+      merge_pointers<Move, false>(to_pointer(a, na), na, to_pointer(b, nb), nb, static_cast<const V*>(nullptr),
+                                  static_cast<const V*>(nullptr), to_pointer(out, n), static_cast<V*>(nullptr), comp);
+    }
+  } else {
+    merge_iterators<Move>(a, na, b, nb, a_vals, b_vals, out, vals_out, comp);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Insertion sort
+
+// Stable insertion sort of x[0, n), moving elements; the j > 0 guard keeps it
+// in range for any comparator.
+template <class T, class Comp>
+void insertion_sort(T* x, index_t n, const Comp& comp) {
+  for (index_t i = 1; i < n; ++i) {
+    if (!comp(x[i], x[i - 1])) continue;  // already in place: the common case of sorted input
+    T item = std::move(x[i]);
+    index_t j = i;
+    for (; j > 0 && comp(item, x[j - 1]); --j) x[j] = std::move(x[j - 1]);
+    x[j] = std::move(item);
+  }
+}
+
+// Sorts x[0, 4) stably without a branch: the bubble network (0,1) (2,3) (1,2)
+// (0,1) (2,3) (1,2), whose compare-exchanges only swap neighbours, and only
+// when the second is strictly smaller. For small trivially copyable elements,
+// whose selects compile to conditional moves.
+template <class T, class Comp>
+void sort4(T* x, const Comp& comp) {
+  auto exchange = [&](T& a, T& b) {
+    const bool swap = comp(b, a);
+    const T lo = swap ? b : a;
+    const T hi = swap ? a : b;
+    a = lo;
+    b = hi;
+  };
+  exchange(x[0], x[1]);
+  exchange(x[2], x[3]);
+  exchange(x[1], x[2]);
+  exchange(x[0], x[1]);
+  exchange(x[2], x[3]);
+  exchange(x[1], x[2]);
+}
+
+// ---------------------------------------------------------------------------
+// Bound search
+
+// The first position in [pos, end) whose element does not come before the
+// needle: lower (Upper = false) skips elements less than the needle, upper
+// those not greater. Gallops: probes pos, pos + 1, pos + 3, pos + 7, ... then
+// binary-searches the last gap, so a short step costs what a linear walk
+// costs, and a long one (sparse needles, a long run of equal keys) log2 of its
+// length. Every probe is in [pos, end) whatever the comparator does.
+template <bool Upper, class Hay, class Needle, class Comp>
+index_t gallop(Hay hay, index_t pos, index_t end, const Needle& needle, Comp& comp) {
+  auto before = [&](index_t k) -> bool {
+    if constexpr (Upper) {
+      return !comp(needle, hay[k]);
+    } else {
+      return comp(hay[k], needle);
+    }
+  };
+  if (pos >= end || !before(pos)) return pos;
+  index_t lo = pos + 1, hi = end;  // everything below lo comes before the needle
+  for (index_t step = 1; lo < end;) {
+    const index_t probe = lo + std::min(step, end - lo) - 1;
+    if (!before(probe)) {
+      hi = probe;
+      break;
+    }
+    lo = probe + 1;
+    step = step <= (end - lo) / 2 ? 2 * step : end - lo;  // doubles, never past the end (or overflow)
+  }
+  while (lo < hi) {
+    const index_t mid = lo + (hi - lo) / 2;
+    if (before(mid)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// ---------------------------------------------------------------------------
+// Merge Path partition
+
+// merge_path (shared with the CUDA backend) is __host__ __device__ under
+// nvcc, and this backend calls it with host-only iterators and comparators
+// (std::deque iterators, lambdas), which nvcc flags (#20011-D, #20014-D) in
+// a __host__ __device__ function. These two wrappers are the
+// __host__ __device__ face of a host-only callee, and the diagnostic is
+// silenced for them alone: they only ever run on the host.
+#if defined(__CUDACC__)
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20011, 20014
+#endif
+template <class It>
+struct host_range {
+  It it;
+  LIBMERGE_HOST_DEVICE decltype(auto) operator[](index_t i) const { return it[i]; }
+};
+
+template <class Comp>
+struct host_comparator {
+  Comp& comp;
+  template <class A, class B>
+  LIBMERGE_HOST_DEVICE bool operator()(const A& a, const B& b) const {
+    return comp(a, b);
+  }
+};
+#if defined(__CUDACC__)
+#pragma nv_diagnostic pop
+#endif
+
+// How many of the first `diag` outputs of merging a[0, na) and b[0, nb) come
+// from A, with Bounds' tie rule (merge_path, on the host).
+template <bounds Bounds, class AIt, class BIt, class Comp>
+index_t path_crossing(AIt a, index_t na, BIt b, index_t nb, index_t diag, Comp& comp) {
+  return merge_path<Bounds>(host_range<AIt>{a}, na, host_range<BIt>{b}, nb, diag, host_comparator<Comp>{comp});
+}
+
+// One thread's share of a merge: a[a_begin, a_end) and b[b_begin, b_end),
+// whose merge is outputs [a_begin + b_begin, a_end + b_end).
+struct merge_share {
+  index_t a_begin, a_end, b_begin, b_end;
+};
+
+// Threads first .. last - 1 share one merge of a[0, na) and b[0, nb); thread k
+// writes outputs [diag(k), diag(k + 1)), with diag(first) = 0 and diag(last) =
+// na + nb. cross[k] is merge_path's answer for diag(k): how many of the
+// outputs before it come from A.
+//
+// For a strict weak ordering the crossings already tile both inputs. For any
+// other comparator they may not, so every thread walks its group's crossings
+// from the left and clamps each into the range that keeps both inputs' cursors
+// monotone; all threads compute the same clamped values, so the shares still
+// tile both inputs exactly and no element is read (or moved from) by two threads.
+template <class Diag>
+merge_share share_of(const index_t* cross, int first, int last, int rank, index_t na, index_t nb, Diag&& diag) {
+  index_t a = 0, a_begin = 0;
+  for (int k = first + 1; k <= rank + 1; ++k) {
+    if (k == rank + 1) a_begin = a;
+    if (k == last) {
+      a = na;
+    } else {
+      const index_t d = diag(k), step = d - diag(k - 1);
+      a = std::clamp(cross[k], std::max(a, d - nb), std::min(a + step, na));
+    }
+  }
+  const index_t a_end = a;
+  return {a_begin, a_end, diag(rank) - a_begin, diag(rank + 1) - a_end};
+}
+
+}  // namespace libmerge::detail::omp_backend
