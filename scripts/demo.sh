@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs the demo: the Modern GPU demonstrations and a CPU-vs-GPU
-# timing table; on the GPU when there is one, else on the serial CPU backend.
+# Builds and runs the demo: the Modern GPU demonstrations and a timing table
+# of the serial, OpenMP and CUDA backends; on the GPU when there is one, else
+# on the OpenMP CPU backend (the serial one without OpenMP).
 # Arguments go to the demo (e.g. --backend serial).
 set -euo pipefail
 cd "$(dirname "$0")/.."
