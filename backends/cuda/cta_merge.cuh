@@ -134,7 +134,9 @@ __device__ __forceinline__ void cta_merge_two(const K* keys, int p1, int p2, int
 // out[0, count) with coalesced stores, transposing within each warp through
 // `scratch` (VT*NT elements no other warp is using): a warp's outputs are one
 // contiguous run, so only the warp needs to synchronize. Odd VT keeps both the
-// blocked writes and the striped reads free of bank conflicts.
+// blocked writes and the striped reads free of bank conflicts. (What
+// cub::WarpStore's WARP_STORE_TRANSPOSE does, but through the tile's own key
+// buffer instead of a TempStorage of its own; not yet timed against it.)
 template <int VT, bool Full, class T, class Out>
 __device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch, Out out, int count, int tid) {
   const int lane = tid % 32;
