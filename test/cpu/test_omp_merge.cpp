@@ -8,7 +8,7 @@
 // Runtime limit (every call runs on four teams): int32 and record keys run
 // every comparator, distribution and pairing, the other key types lm::less<>
 // with random, few-distinct and all-equal keys; the sizes are fewer than the
-// serial suite's (size_pairs below). Pairs with a side of 10^6 run only with
+// serial suite's (omp_test::size_pairs). Pairs with a side of 10^6 run only with
 // lm::less<>, for random keys and for all-equal keys on both sides (the
 // A-first tie rule then decides every output across thread shares).
 #define BOOST_TEST_MODULE libmerge_cpu_omp_merge
@@ -22,8 +22,12 @@
 #include <vector>
 
 #include "cpu_test_helpers.hpp"
+#include "omp_test_helpers.hpp"
 
 namespace lm = libmerge;
+using omp_test::for_each_team;
+using omp_test::runs;
+using omp_test::size_pairs;
 using cpu_test::check_same;
 using cpu_test::comp_name;
 using cpu_test::for_each_comparator;
@@ -38,48 +42,6 @@ using test_support::record;
 using test_support::record_less;
 
 namespace {
-
-constexpr int team_sizes[] = {1, 2, 3, 8};
-
-template <class F>
-void for_each_team(F&& f) {
-  for (int threads : team_sizes) {
-    BOOST_TEST_CONTEXT("lm::omp::par.threads(" << threads << ")") { f(lm::omp::par.threads(threads)); }
-  }
-}
-
-// (|A|, |B|) pairs: every pair of the small sizes (empty, tiny, around a
-// 16-element run, a few thread shares), and the large sizes against small,
-// equal and large partners. Fewer than the serial suite's pairs: every pair
-// runs on four teams, and a team costs a parallel region per call.
-std::vector<std::pair<std::int64_t, std::int64_t>> size_pairs(bool with_million) {
-  const std::int64_t small[] = {0, 1, 2, 7, 33, 257, 4097};
-  std::vector<std::int64_t> big = {65535, 65537};
-  if (with_million) big.push_back(1000000);
-  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
-  for (auto x : small)
-    for (auto y : small) pairs.emplace_back(x, y);
-  for (auto b : big) {
-    for (std::int64_t p : {0, 1, 33, 4097}) {
-      pairs.emplace_back(b, p);
-      pairs.emplace_back(p, b);
-    }
-    pairs.emplace_back(b, b);
-  }
-  return pairs;
-}
-
-// The sweep's combinations: int32 and record keys run every comparator,
-// distribution and pairing; the other key types lm::less<> with random,
-// few distinct and all-equal keys, B drawn from A's stream.
-// (record_less orders records as lm::less<> does, so records skip the latter.)
-template <class T, class Comp>
-bool runs(distribution d, pairing p) {
-  constexpr bool less = std::is_same_v<Comp, lm::less<>>;
-  if (std::is_same_v<T, record>) return !less;
-  if (std::is_same_v<T, std::int32_t>) return true;
-  return less && p == pairing::shared && d != distribution::sorted && d != distribution::reversed;
-}
 
 // A value no correct merge writes past the end of the output.
 template <class T>

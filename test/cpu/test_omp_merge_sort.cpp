@@ -28,8 +28,10 @@
 #include <vector>
 
 #include "cpu_test_helpers.hpp"
+#include "omp_test_helpers.hpp"
 
 namespace lm = libmerge;
+using omp_test::for_each_team;
 using cpu_test::check_same;
 using cpu_test::comp_name;
 using cpu_test::for_each_comparator;
@@ -43,16 +45,6 @@ using test_support::record_less;
 namespace {
 
 constexpr std::int64_t million = 1000000;
-constexpr int team_sizes[] = {1, 2, 3, 8};
-
-// Runs f(policy) once per team size, inside a failure context naming it.
-template <class F>
-void for_each_team(F&& f) {
-  for (int threads : team_sizes) {
-    BOOST_TEST_CONTEXT("lm::omp::par.threads(" << threads << ")") { f(lm::omp::par.threads(threads)); }
-  }
-}
-
 template <class Comp>
 bool keys_million_runs(distribution d) {
   if (std::is_same_v<Comp, lm::less<>>) {

@@ -26,24 +26,17 @@
 #include <vector>
 
 #include "cpu_test_helpers.hpp"
+#include "omp_test_helpers.hpp"
 #include "demo/demonstrations.hpp"
 
 namespace lm = libmerge;
+using omp_test::for_each_team;
 using cpu_test::check_same;
 using lm::bounds;
 using lm::search_type;
 using test_support::distribution;
 
 namespace {
-
-constexpr int team_sizes[] = {1, 2, 3, 8};
-
-template <class F>
-void for_each_team(F&& f) {
-  for (int threads : team_sizes) {
-    BOOST_TEST_CONTEXT("lm::omp::par.threads(" << threads << ")") { f(lm::omp::par.threads(threads)); }
-  }
-}
 
 struct comparator_failure : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -28,8 +28,12 @@
 #include <vector>
 
 #include "cpu_test_helpers.hpp"
+#include "omp_test_helpers.hpp"
 
 namespace lm = libmerge;
+using omp_test::for_each_team;
+using omp_test::runs;
+using omp_test::size_pairs;
 using cpu_test::check_same;
 using cpu_test::comp_name;
 using cpu_test::for_each_comparator;
@@ -45,15 +49,6 @@ using test_support::record;
 using test_support::record_less;
 
 namespace {
-
-constexpr int team_sizes[] = {1, 2, 3, 8};
-
-template <class F>
-void for_each_team(F&& f) {
-  for (int threads : team_sizes) {
-    BOOST_TEST_CONTEXT("lm::omp::par.threads(" << threads << ")") { f(lm::omp::par.threads(threads)); }
-  }
-}
 
 const char* name(search_type t) {
   switch (t) {
@@ -154,39 +149,6 @@ void all_combinations(const std::vector<T>& a, const std::vector<T>& b, Comp com
 
 const std::vector<std::pair<std::int64_t, std::int64_t>> moderate_pairs = {
     {0, 0}, {0, 5}, {5, 0}, {1, 1}, {37, 100}, {1000, 1000}, {300, 4097}, {20000, 20001}};
-
-// (|A|, |B|) pairs for the sweeps: every pair of the small sizes, and the
-// large sizes against small, equal and large partners (sparse needles in a
-// large haystack, and the reverse). Fewer than the serial suite's pairs: every
-// pair runs on four teams, and a team costs a parallel region per call.
-std::vector<std::pair<std::int64_t, std::int64_t>> size_pairs(bool with_million) {
-  const std::int64_t small[] = {0, 1, 2, 7, 33, 257, 4097};
-  std::vector<std::int64_t> big = {65535, 65537};
-  if (with_million) big.push_back(1000000);
-  std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
-  for (auto x : small)
-    for (auto y : small) pairs.emplace_back(x, y);
-  for (auto b : big) {
-    for (std::int64_t p : {0, 1, 33, 4097}) {
-      pairs.emplace_back(b, p);
-      pairs.emplace_back(p, b);
-    }
-    pairs.emplace_back(b, b);
-  }
-  return pairs;
-}
-
-// The sweeps' combinations: int32 and record keys run every comparator,
-// distribution and pairing (records with record_less and lm::greater<>:
-// record_less orders them as lm::less<> does); the other key types lm::less<>
-// with random, few distinct and all-equal keys, B drawn from A's stream.
-template <class T, class Comp>
-bool runs(distribution d, pairing p) {
-  constexpr bool less = std::is_same_v<Comp, lm::less<>>;
-  if (std::is_same_v<T, record>) return !less;
-  if (std::is_same_v<T, std::int32_t>) return true;
-  return less && p == pairing::shared && d != distribution::sorted && d != distribution::reversed;
-}
 
 template <class T, class Comp, class MakeIn, class MakeOut>
 void combinations_on_moderate_inputs(distribution d, Comp comp, MakeIn make_in, MakeOut make_out) {
