@@ -165,8 +165,10 @@ void launch_merge(const Policy& policy, const device_info& dev, const Geometry& 
   if (policy.synchronizes()) {
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
   }
-  print_plan<Box>(dev, algorithm, "merge", kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm),
-                  std::is_same_v<typename Policy::box_type, tuned_launch_box>, num_tiles, temp_bytes, smem);
+  if (debug_enabled()) {
+    print_plan<Box>(dev, algorithm, "merge", kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm),
+                    std::is_same_v<typename Policy::box_type, tuned_launch_box>, num_tiles, temp_bytes, smem);
+  }
 }
 
 template <class V>

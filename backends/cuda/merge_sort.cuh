@@ -541,7 +541,7 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   prepare_shared_memory(bs_kernel, bs_smem, dev, BsBox::nt, BsBox::vt, algorithm);
   if (num_passes > 0) {
     prepare_shared_memory(pass2, layout::bytes, dev, Box::nt, Box::vt, algorithm);
-    prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
+    if constexpr (MaxWays == 4) prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
   }
 
   // One allocation: the scratch copy of keys and values, the flags and the
@@ -592,10 +592,11 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   if (policy.synchronizes()) {
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
   }
+  if (!debug_enabled()) return;  // the plan below costs lookups; only for LIBMERGE_DEBUG=1
   const bool tuned = std::is_same_v<typename Policy::box_type, tuned_launch_box>;
   print_plan<BsBox>(dev, algorithm, "block sort", kernel_arch(reinterpret_cast<const void*>(bs_kernel), dev, algorithm),
                     tuned, block_tiles, temp_bytes, bs_smem);
-  if (num_passes > 0 && debug_enabled()) {
+  if (num_passes > 0) {
     std::fprintf(stderr, "libmerge::%s: %d merge passes:", algorithm, num_passes);
     for (const auto& s : passes) std::fprintf(stderr, " %d-way of width %lld,", s.ways, static_cast<long long>(s.width));
     std::fprintf(stderr, "\n");
