@@ -2,6 +2,9 @@
 // gets, what each side writes, and the match totals a search returns.
 #pragma once
 
+#include <limits>
+#include <type_traits>
+
 #include "detail/config.hpp"
 
 namespace libmerge {
@@ -31,13 +34,27 @@ struct match_counts {
 };
 
 namespace detail {
-constexpr bool writes_index(search_type t) {
+LIBMERGE_HOST_DEVICE constexpr bool writes_index(search_type t) {
   return t == search_type::index || t == search_type::index_match;
 }
-constexpr bool writes_match(search_type t) {
+LIBMERGE_HOST_DEVICE constexpr bool writes_match(search_type t) {
   return t == search_type::match || t == search_type::index_match;
 }
-constexpr bool writes_output(search_type t) { return t != search_type::none; }
+LIBMERGE_HOST_DEVICE constexpr bool writes_output(search_type t) { return t != search_type::none; }
+
+// What one search_type writes for a bound and a match flag (every backend).
+template <search_type Type, class Out>
+LIBMERGE_HOST_DEVICE Out encode_search_result(index_t bound, bool match) {
+  if constexpr (Type == search_type::match) {
+    return static_cast<Out>(match ? 1 : 0);
+  } else if constexpr (Type == search_type::index) {
+    return static_cast<Out>(bound);
+  } else {
+    using U = std::make_unsigned_t<Out>;
+    constexpr U flag = U(1) << (std::numeric_limits<U>::digits - 1);
+    return static_cast<Out>(static_cast<U>(bound) | (match ? flag : U(0)));
+  }
+}
 }  // namespace detail
 
 }  // namespace libmerge

@@ -30,12 +30,21 @@ void check_search_output(index_t other_length, const char* out_name) {
     }
   }
 }
+// A backend whose counts live in its own memory (a GPU) says so with
+// `static constexpr bool counts_in_place = true` and a run_to(..., counts_out,
+// comp) that writes them there; the others return them from run().
+template <class Impl, class = void>
+inline constexpr bool writes_counts_in_place = false;
+template <class Impl>
+inline constexpr bool writes_counts_in_place<Impl, std::void_t<decltype(Impl::counts_in_place)>> =
+    Impl::counts_in_place;
 }  // namespace detail
 
 // The general form: Bounds picks lower/upper, TypeA and TypeB what each side
 // writes. Returns how many elements of A matched in B and of B in A (zero for
 // a side whose type reports no matches). An output whose type is none is never
-// touched and may be nullptr.
+// touched and may be nullptr (or a thrust::discard_iterator). To return the
+// counts a device backend waits for its stream; the form below does not.
 template <bounds Bounds, search_type TypeA, search_type TypeB, class Policy, class AIt, class BIt,
           class AOut, class BOut, class Comp = less<>, class = detail::require_policy<Policy>>
 match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last,
@@ -48,6 +57,32 @@ match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_
   const auto& exec = detail::resolve_policy(policy);
   return detail::impl_for<algo::sorted_search, Policy>::template run<Bounds, TypeA, TypeB>(
       exec, a_first, na, b_first, nb, a_out, b_out, comp);
+}
+
+// The same search, with the match counts written to *counts_out instead of
+// returned: the form for callers on a stream. A backend that runs on a device
+// writes them there in stream order (counts_out is then device-accessible
+// memory, e.g. from cudaMalloc) and the call never waits for the device; the
+// form above must wait, to hand the counts back. On the CPU backends
+// counts_out is ordinary memory.
+template <bounds Bounds, search_type TypeA, search_type TypeB, class Policy, class AIt, class BIt,
+          class AOut, class BOut, class Comp = less<>, class = detail::require_policy<Policy>>
+void sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last, AOut a_out,
+                   BOut b_out, match_counts* counts_out, Comp comp = Comp()) {
+  const index_t na = detail::checked_length(a_first, a_last, "sorted_search", "a_first", "a_last");
+  const index_t nb = detail::checked_length(b_first, b_last, "sorted_search", "b_first", "b_last");
+  detail::check_search_output<TypeA, AOut>(nb, "a_out");
+  detail::check_search_output<TypeB, BOut>(na, "b_out");
+  if (counts_out == nullptr) detail::throw_invalid("sorted_search", "counts_out is a null pointer");
+  const auto& exec = detail::resolve_policy(policy);
+  using impl = detail::impl_for<algo::sorted_search, Policy>;
+  if constexpr (detail::writes_counts_in_place<impl>) {
+    impl::template run_to<Bounds, TypeA, TypeB>(exec, a_first, na, b_first, nb, a_out, b_out, counts_out, comp);
+  } else {
+    *counts_out = na + nb == 0 ? match_counts{}
+                               : impl::template run<Bounds, TypeA, TypeB>(exec, a_first, na, b_first, nb, a_out,
+                                                                          b_out, comp);
+  }
 }
 
 // The common form: each A gets its bound into B (search_type::index), B gets

@@ -26,20 +26,6 @@ namespace libmerge::detail::omp_backend {
 // times longer than its needles; sparser needles gallop.
 inline constexpr index_t dense_ratio = 4;
 
-// What one search_type writes for a bound and a match flag.
-template <search_type Type, class Out>
-Out encode(index_t bound, bool match) {
-  if constexpr (Type == search_type::match) {
-    return static_cast<Out>(match ? 1 : 0);
-  } else if constexpr (Type == search_type::index) {
-    return static_cast<Out>(bound);
-  } else {
-    using U = std::make_unsigned_t<Out>;
-    constexpr U flag = U(1) << (std::numeric_limits<U>::digits - 1);
-    return static_cast<Out>(static_cast<U>(bound) | (match ? flag : U(0)));
-  }
-}
-
 // One side of a search within a thread's share: needles[begin, end) get their
 // bound into hay, which lies in [hay_begin, hay_end] (the haystack's part of
 // the share); nh is the whole haystack's length, for the match test next to
@@ -94,7 +80,7 @@ index_t search_share(Needles needles, index_t begin, index_t end, Hay hay, index
         }
         matches += match;
       }
-      out[i] = encode<Type, T>(pos, match);
+      out[i] = encode_search_result<Type, T>(pos, match);
     }
     return matches;
   }

@@ -44,20 +44,6 @@ struct bound_cursor {
   }
 };
 
-// What one search_type writes for a bound and a match flag.
-template <search_type Type, class Out>
-Out encode(index_t bound, bool match) {
-  if constexpr (Type == search_type::match) {
-    return static_cast<Out>(match ? 1 : 0);
-  } else if constexpr (Type == search_type::index) {
-    return static_cast<Out>(bound);
-  } else {
-    using U = std::make_unsigned_t<Out>;
-    constexpr U flag = U(1) << (std::numeric_limits<U>::digits - 1);
-    return static_cast<Out>(static_cast<U>(bound) | (match ? flag : U(0)));
-  }
-}
-
 // Writes one side's results and returns how many of its elements matched.
 template <bool Upper, search_type Type, class Needles, class Hay, class Out, class Comp>
 index_t search_side(Needles needles, index_t nn, Hay hay, index_t nh, Out out, Comp& comp) {
@@ -77,7 +63,7 @@ index_t search_side(Needles needles, index_t nn, Hay hay, index_t nh, Out out, C
         match = cursor.matched(hay, nh, needle, comp);
         matches += match;
       }
-      *out = encode<Type, T>(bound, match);
+      *out = encode_search_result<Type, T>(bound, match);
     }
     return matches;
   }

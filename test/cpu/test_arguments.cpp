@@ -395,6 +395,31 @@ BOOST_AUTO_TEST_CASE(empty_ranges_merge) {
 // outputs are fine); with A empty, B gets bound 0 and no match; with B empty,
 // A gets bound 0 and no match. The simple form returns a_out + |A|.
 // sorted_equality_count: empty A returns counts_out, empty B counts 0.
+// The counts form: a null counts_out is refused before anything is written;
+// empty inputs still write zero counts.
+BOOST_AUTO_TEST_CASE(search_counts_out) {
+  const std::vector<std::int32_t> a = {1, 4, 4, 9}, b = {4, 9, 10}, empty;
+  std::vector<std::int32_t> a_out(4, -1);
+  expect_invalid_argument(
+      [&] {
+        lm::sorted_search<bounds::lower, search_type::index_match, search_type::none>(
+            lm::serial, a.begin(), a.end(), b.begin(), b.end(), a_out.begin(), nullptr,
+            static_cast<lm::match_counts*>(nullptr));
+      },
+      {"libmerge::sorted_search", "counts_out"});
+  BOOST_TEST(untouched(a_out, -1));
+  lm::match_counts m{-1, -1};
+  lm::sorted_search<bounds::lower, search_type::match, search_type::none>(lm::serial, empty.begin(), empty.end(),
+                                                                          empty.begin(), empty.end(), a_out.begin(),
+                                                                          nullptr, &m);
+  BOOST_TEST(m.a == 0);
+  BOOST_TEST(m.b == 0);
+  lm::sorted_search<bounds::lower, search_type::match, search_type::none>(lm::serial, a.begin(), a.end(), b.begin(),
+                                                                          b.end(), a_out.begin(), nullptr, &m);
+  BOOST_TEST(m.a == 3);  // 4, 4 and 9 are in B
+  BOOST_TEST(m.b == 0);
+}
+
 BOOST_AUTO_TEST_CASE(empty_ranges_search) {
   const std::vector<std::int32_t> empty, x = {1, 4, 4, 9};
   std::int32_t* null32 = nullptr;

@@ -151,6 +151,16 @@ void check_search(const std::vector<T>& a, const std::vector<T>& b, const side_b
     BOOST_TEST(m.a == expected.a, "match_counts.a");
     BOOST_TEST(m.b == expected.b, "match_counts.b");
 
+    // The form that writes the counts through a pointer instead.
+    std::fill(a_out.begin(), a_out.end(), out_sentinel<OutA>());
+    std::fill(b_out.begin(), b_out.end(), out_sentinel<OutB>());
+    lm::match_counts written{-1, -1};
+    lm::sorted_search<Bounds, TA, TB>(lm::serial, a_first, a_last, b_first, b_last, make_out(a_out), make_out(b_out),
+                                      &written, comp);
+    check_side<TA>(a_out, ref_a, "A (counts form)");
+    check_side<TB>(b_out, ref_b, "B (counts form)");
+    BOOST_TEST((written == expected), "match_counts written through counts_out");
+
     if constexpr (TA == search_type::none) {
       std::fill(b_out.begin(), b_out.end(), out_sentinel<OutB>());
       const auto m2 = lm::sorted_search<Bounds, TA, TB>(lm::serial, a_first, a_last, b_first, b_last, nullptr,
