@@ -103,5 +103,29 @@ inline constexpr merge_sort_line merge_sort[] = {
     {0, 256, 11, 256, 11, 256, 11, 7, 2},    // untuned
 };
 
+// sorted_search and sorted_equality_count: tiles of nt * vt needles and
+// haystack elements (vt counts 4-byte keys, scaled by scale_vt for the larger
+// of the two types). When only one side writes results and the other side is
+// at least sparse_ratio times longer, each needle is searched on its own
+// instead of streaming the long side: needle_nt threads a block, needle_vt
+// needles a thread. sm_90 measured on an H100 (docs/cuda-sorted-search.md);
+// the other lines are untuned copies. A caller's .with(box) replaces the tile
+// box; the needle box and the ratio stay the line's.
+struct search_line {
+  int arch;
+  int nt;
+  int vt;
+  int needle_nt;
+  int needle_vt;
+  int sparse_ratio;
+};
+
+inline constexpr search_line search[] = {
+    {100, 512, 15, 128, 1, 12},  // untuned
+    {90, 512, 15, 128, 1, 12},
+    {80, 512, 15, 128, 1, 12},   // untuned
+    {0, 256, 15, 128, 1, 12},    // untuned
+};
+
 }  // namespace tuning
 }  // namespace libmerge

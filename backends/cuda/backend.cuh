@@ -5,4 +5,5 @@
 #include "error.hpp"
 #include "merge.cuh"
 #include "merge_sort.cuh"
+#include "sorted_search.cuh"
 #include "thrust_policies.cuh"

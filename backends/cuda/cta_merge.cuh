@@ -17,7 +17,9 @@ namespace libmerge::detail::cuda_backend {
 // Offsets into a tile are 16-bit: launch_box caps a tile at 65535 elements.
 using tile_offset = std::uint16_t;
 
-constexpr std::size_t align_up(std::size_t x, std::size_t a) { return (x + a - 1) / a * a; }
+LIBMERGE_HOST_DEVICE constexpr std::size_t align_up(std::size_t x, std::size_t a) {
+  return (x + a - 1) / a * a;
+}
 
 // Loads a[0, na) followed by b[0, count - na) into dst[0, count), striped over
 // the NT threads of the CTA (tid is the caller's thread index) so every access

@@ -1,7 +1,7 @@
-// Coarse-grained scheduling, shared by merge (and later merge sort and sorted
-// search): one partition kernel finds where the merge path crosses every tile
-// boundary, so that each CTA of the next kernel knows its input ranges without
-// searching global memory itself (MergePathPartitions in seeds/000).
+// Coarse-grained scheduling, shared by merge and sorted search: one partition
+// kernel finds where the merge path crosses every tile boundary, so that each
+// CTA of the next kernel knows its input ranges without searching global
+// memory itself (MergePathPartitions in seeds/000).
 //
 // A "geometry" says which merge problem a diagonal belongs to: merge has one
 // problem covering both inputs; a merge-sort pass has one per pair of sorted
@@ -64,31 +64,59 @@ struct single_merge {
 
   LIBMERGE_HOST_DEVICE index_t size() const { return na + nb; }
   LIBMERGE_HOST_DEVICE merge_problem problem_at(index_t) const { return {0, na, 0, nb, 0}; }
+  // What the partition searches: both inputs read as the key type.
+  LIBMERGE_HOST_DEVICE keys_as<key_type, AKeys> a_view(index_t i) const { return {a_keys + i}; }
+  LIBMERGE_HOST_DEVICE keys_as<key_type, BKeys> b_view(index_t i) const { return {b_keys + i}; }
 };
 
+// Partitions of a single problem (merge, sorted search) come 128 to a block.
+inline constexpr int partition_block = 128;
+
 // mp[p] = how many elements of A precede diagonal p * nv of its problem.
+// With `out_of_order` (sorted search), the block also checks that its
+// partitions are consistent, each to the next: A's and B's positions both
+// non-decreasing. They always are for sorted input and a strict weak order;
+// when not, out_of_order[block] = 1 (else 0), and the search writes defined
+// outputs instead of leaving positions no tile covers (the tiles' ranges
+// overlap and leave gaps then).
 template <bounds Bounds, class Geometry, class Comp>
-__global__ void partition_kernel(Geometry g, index_t nv, index_t num_partitions, index_t* mp, Comp comp) {
+__global__ void __launch_bounds__(partition_block)
+    partition_kernel(Geometry g, index_t nv, index_t num_partitions, index_t* mp, Comp comp,
+                     unsigned char* out_of_order) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  const index_t p = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (p >= num_partitions) return;
-  const index_t diag = p * nv < g.size() ? p * nv : g.size();
-  const merge_problem q = g.problem_at(diag);
-  using K = typename Geometry::key_type;
-  mp[p] = merge_path<Bounds, index_t>(keys_as<K, decltype(g.a_keys)>{g.a_keys + q.a_begin}, q.na,
-                                      keys_as<K, decltype(g.b_keys)>{g.b_keys + q.b_begin}, q.nb,
-                                      diag - q.diag_begin, comp);
+  const index_t p = static_cast<index_t>(blockIdx.x) * partition_block + threadIdx.x;
+  const auto diag_of = [&](index_t k) { return k * nv < g.size() ? k * nv : g.size(); };
+  const auto search = [&](index_t k) {
+    const index_t diag = diag_of(k);
+    const merge_problem q = g.problem_at(diag);
+    return merge_path<Bounds, index_t>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin,
+                                       comp);
+  };
+  const index_t a = p < num_partitions ? search(p) : 0;
+  if (p < num_partitions) mp[p] = a;
+  if (out_of_order == nullptr) return;
+  __shared__ index_t found[partition_block];
+  found[threadIdx.x] = a;
+  __syncthreads();
+  // The next partition: a neighbour's, or for the block's last, one more search.
+  const bool last = threadIdx.x + 1 == partition_block;
+  const index_t next = p + 1 < num_partitions ? (last ? search(p + 1) : found[threadIdx.x + 1]) : 0;
+  const bool bad = p + 1 < num_partitions && (next < a || diag_of(p + 1) - next < diag_of(p) - a);
+  const int any = __syncthreads_or(bad);
+  if (threadIdx.x == 0) out_of_order[blockIdx.x] = any ? 1 : 0;
 }
 
-// Fills mp[0, num_tiles] for tiles of nv elements.
+// Fills mp[0, num_tiles] for tiles of nv elements (and out_of_order, one byte
+// a block of partitions, unless it is null).
 template <bounds Bounds, class Geometry, class Comp>
 void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t* mp, Comp comp,
-                       cudaStream_t stream, const device_info& dev, const char* algorithm) {
-  constexpr int nt = 128;
+                       cudaStream_t stream, const device_info& dev, const char* algorithm,
+                       unsigned char* out_of_order = nullptr) {
   const index_t num_partitions = num_tiles + 1;
-  launch(partition_kernel<Bounds, Geometry, Comp>, (num_partitions + nt - 1) / nt, nt, 0, stream, false, dev,
-         algorithm, "partition_kernel", g, nv, num_partitions, mp, comp);
+  launch(partition_kernel<Bounds, Geometry, Comp>, (num_partitions + partition_block - 1) / partition_block,
+         partition_block, 0, stream, false, dev, algorithm, "partition_kernel", g, nv, num_partitions, mp, comp,
+         out_of_order);
 }
 
 // ---------------------------------------------------------------------------
