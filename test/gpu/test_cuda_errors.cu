@@ -243,3 +243,189 @@ BOOST_AUTO_TEST_CASE(elements_above_the_limit_are_refused) {
   check_refused<4096>();
   check_refused<8192>();
 }
+
+// sorted_search and sorted_equality_count: a host pointer is rejected by name
+// for every argument (needles, haystack, both outputs, counts_out; std::vector
+// iterators too), a null counts_out is rejected, and nothing the caller owns
+// is touched.
+BOOST_AUTO_TEST_CASE(sorted_search_host_pointers_are_rejected) {
+  using lm::bounds;
+  using lm::search_type;
+  std::vector<int> ha = iota_vector(1000, 2), hb = iota_vector(700, 3);
+  std::vector<std::uint32_t> hout(1000, 7u);
+  std::vector<long long> hcounts(1000, -1);
+  auto da = to_device(ha), db = to_device(hb);
+  thrust::device_vector<std::uint32_t> doa(1000, 7u), dob(700, 7u);
+  thrust::device_vector<long long> dcounts(1000, -1);
+  int* a = thrust::raw_pointer_cast(da.data());
+  int* b = thrust::raw_pointer_cast(db.data());
+  std::uint32_t* oa = thrust::raw_pointer_cast(doa.data());
+  std::uint32_t* ob = thrust::raw_pointer_cast(dob.data());
+  long long* oc = thrust::raw_pointer_cast(dcounts.data());
+  lm::match_counts* mc = nullptr;
+  BOOST_REQUIRE_EQUAL(cudaMalloc(&mc, sizeof(lm::match_counts)), cudaSuccess);
+  BOOST_REQUIRE_EQUAL(cudaMemset(mc, 0xff, sizeof(lm::match_counts)), cudaSuccess);
+  lm::match_counts host_counts{-1, -1};
+
+  auto search = [&](const int* a_first, const int* b_first, std::uint32_t* a_out, std::uint32_t* b_out) {
+    return lm::sorted_search<bounds::lower, search_type::index_match, search_type::index_match>(
+        lm::cuda::par, a_first, a_first + 1000, b_first, b_first + 700, a_out, b_out);
+  };
+  expect_error<std::invalid_argument>([&] { search(ha.data(), b, oa, ob); },
+                                      {"libmerge::sorted_search", "a_first", "host memory"});
+  expect_error<std::invalid_argument>([&] { search(a, hb.data(), oa, ob); }, {"libmerge::sorted_search", "b_first", "host memory"});
+  expect_error<std::invalid_argument>([&] { search(a, b, hout.data(), ob); }, {"libmerge::sorted_search", "a_out", "host memory"});
+  expect_error<std::invalid_argument>([&] { search(a, b, oa, hout.data()); }, {"libmerge::sorted_search", "b_out", "host memory"});
+  // The counts form: the same checks, and counts_out itself.
+  auto search_to = [&](const int* a_first, const int* b_first, std::uint32_t* a_out, std::uint32_t* b_out,
+                       lm::match_counts* counts) {
+    lm::sorted_search<bounds::upper, search_type::match, search_type::index>(
+        lm::cuda::par, a_first, a_first + 1000, b_first, b_first + 700, a_out, b_out, counts);
+  };
+  expect_error<std::invalid_argument>([&] { search_to(ha.data(), b, oa, ob, mc); }, {"libmerge::sorted_search", "a_first", "host memory"});
+  expect_error<std::invalid_argument>([&] { search_to(a, b, oa, hout.data(), mc); }, {"libmerge::sorted_search", "b_out", "host memory"});
+  expect_error<std::invalid_argument>([&] { search_to(a, b, oa, ob, &host_counts); },
+                                      {"libmerge::sorted_search", "counts_out", "host memory"});
+  expect_error<std::invalid_argument>([&] { search_to(a, b, oa, ob, nullptr); },
+                                      {"libmerge::sorted_search", "counts_out", "null pointer"});
+  // A one-sided search (the per-needle path: 10 needles in 700) and the common form.
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::sorted_search<bounds::lower, search_type::index, search_type::none>(lm::cuda::par, a, a + 10, hb.data(),
+                                                                                hb.data() + 700, oa, nullptr);
+      },
+      {"libmerge::sorted_search", "b_first", "host memory"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::sorted_search<bounds::upper>(lm::cuda::par, ha.begin(), ha.end(), db.begin(), db.end(), doa.begin()); },
+      {"libmerge::sorted_search", "a_first", "host memory"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::sorted_search<bounds::lower>(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), hout.begin()); },
+      {"libmerge::sorted_search", "a_out", "host memory"});
+  // sorted_equality_count.
+  expect_error<std::invalid_argument>(
+      [&] { lm::sorted_equality_count(lm::cuda::par, ha.data(), ha.data() + 1000, b, b + 700, oc); },
+      {"libmerge::sorted_equality_count", "a_first", "host memory"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::sorted_equality_count(lm::cuda::par, a, a + 1000, hb.begin(), hb.end(), oc); },
+      {"libmerge::sorted_equality_count", "b_first", "host memory"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::sorted_equality_count(lm::cuda::par, a, a + 1000, b, b + 700, hcounts.data()); },
+      {"libmerge::sorted_equality_count", "counts_out", "host memory"});
+
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(doa), std::vector<std::uint32_t>(1000, 7u), "a_out untouched after the errors");
+  check_same(to_host(dob), std::vector<std::uint32_t>(700, 7u), "b_out untouched after the errors");
+  check_same(to_host(dcounts), std::vector<long long>(1000, -1), "counts untouched after the errors");
+  check_same(hout, std::vector<std::uint32_t>(1000, 7u), "host output untouched");
+  check_same(hcounts, std::vector<long long>(1000, -1), "host counts untouched");
+  lm::match_counts m{};
+  BOOST_REQUIRE_EQUAL(cudaMemcpy(&m, mc, sizeof m, cudaMemcpyDeviceToHost), cudaSuccess);
+  BOOST_CHECK_MESSAGE(m.a == -1 && m.b == -1, "device counts_out untouched after the errors");
+  BOOST_CHECK(host_counts.a == -1 && host_counts.b == -1);
+  cudaFree(mc);
+}
+
+// An output type too narrow for the largest value it could receive is
+// refused by the front-end, as on the CPU, before any work: even before the
+// backend looks at its pointers (host memory here), and the caller's
+// outputs are untouched.
+BOOST_AUTO_TEST_CASE(sorted_search_outputs_too_narrow_are_rejected_before_any_work) {
+  using lm::bounds;
+  using lm::search_type;
+  auto da = to_device(iota_vector(40000, 1)), db = to_device(iota_vector(300, 5));
+  const int* a = thrust::raw_pointer_cast(da.data());
+  const int* b = thrust::raw_pointer_cast(db.data());
+  std::vector<int> host_a = iota_vector(40000, 1);
+  thrust::device_vector<std::int8_t> o8(40000, std::int8_t{-3});
+  thrust::device_vector<std::uint16_t> o16(40000, std::uint16_t{9});
+  std::int8_t* p8 = thrust::raw_pointer_cast(o8.data());
+  std::uint16_t* p16 = thrust::raw_pointer_cast(o16.data());
+  lm::match_counts* mc = nullptr;
+  BOOST_REQUIRE_EQUAL(cudaMalloc(&mc, sizeof(lm::match_counts)), cudaSuccess);
+
+  // A's bounds reach |B| = 300: int8 holds 127.
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::sorted_search<bounds::lower, search_type::index, search_type::none>(lm::cuda::par, a, a + 1000, b,
+                                                                                b + 300, p8, nullptr);
+      },
+      {"libmerge::sorted_search", "a_out", "cannot hold 300"});
+  // B's bounds reach |A| = 40000 with the match bit: uint16 holds 32767 then
+  // (index alone fits: checked below).
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::sorted_search<bounds::upper, search_type::none, search_type::index_match>(lm::cuda::par, a, a + 40000,
+                                                                                      b, b + 300, nullptr, p16);
+      },
+      {"libmerge::sorted_search", "b_out", "cannot hold 40000", "match bit"});
+  // Before any work: with host needles, the narrow output is what is reported;
+  // with a null counts_out too.
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::sorted_search<bounds::lower, search_type::index_match, search_type::index>(
+            lm::cuda::par, host_a.data(), host_a.data() + 1000, b, b + 300, p8, p16);
+      },
+      {"libmerge::sorted_search", "a_out", "cannot hold 300"});
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::sorted_search<bounds::lower, search_type::index, search_type::index>(
+            lm::cuda::par, a, a + 1000, b, b + 300, p8, p16, static_cast<lm::match_counts*>(nullptr));
+      },
+      {"libmerge::sorted_search", "a_out", "cannot hold 300"});
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::sorted_search<bounds::upper, search_type::index, search_type::index_match>(
+            lm::cuda::par, host_a.data(), host_a.data() + 40000, b, b + 300, p16, p16, mc);
+      },
+      {"libmerge::sorted_search", "b_out", "cannot hold 40000"});
+  // sorted_equality_count: a count reaches |B|.
+  expect_error<std::invalid_argument>(
+      [&] { lm::sorted_equality_count(lm::cuda::par, host_a.data(), host_a.data() + 1000, b, b + 300, p8); },
+      {"libmerge::sorted_equality_count", "counts_out", "cannot hold 300"});
+
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(o8), std::vector<std::int8_t>(40000, std::int8_t{-3}), "int8 output untouched");
+  check_same(to_host(o16), std::vector<std::uint16_t>(40000, std::uint16_t{9}), "uint16 output untouched");
+
+  // The same types where the values fit are accepted: uint16 holds B's index
+  // bounds into 40000 elements, int8 match flags, int8 counts of at most 100.
+  lm::sorted_search<bounds::upper, search_type::match, search_type::index>(lm::cuda::par, a, a + 40000, b, b + 300,
+                                                                          p8, p16);
+  lm::sorted_equality_count(lm::cuda::par, b, b + 300, a, a + 100, p8 + 1000);
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  const auto h16 = to_host(o16);
+  const auto h8 = to_host(o8);
+  // B (0, 5, 10, ...) gets its lower bound into A (0, 1, ..., 39999): 5j.
+  bool ok = true;
+  for (int j = 0; j < 300; ++j) ok &= h16[static_cast<std::size_t>(j)] == static_cast<std::uint16_t>(5 * j);
+  BOOST_CHECK_MESSAGE(ok, "uint16 bounds");
+  // Each 5i occurs once in A's first 100 elements (0 .. 99) when 5i < 100.
+  bool ok8 = true;
+  for (int i = 0; i < 300; ++i) ok8 &= h8[static_cast<std::size_t>(1000 + i)] == (5 * i < 100 ? 1 : 0);
+  BOOST_CHECK_MESSAGE(ok8, "int8 counts");
+  cudaFree(mc);
+}
+
+// A failed allocation of temporary storage is an lm::cuda_error naming the
+// algorithm, with the caller's outputs untouched.
+BOOST_AUTO_TEST_CASE(sorted_search_allocation_failure_leaves_outputs_intact) {
+  using lm::bounds;
+  using lm::search_type;
+  auto da = to_device(iota_vector(5000, 2)), db = to_device(iota_vector(4000, 3));
+  thrust::device_vector<std::uint32_t> oa(5000, 7u), ob(4000, 7u);
+  thrust::device_vector<long long> counts(5000, -1);
+  const auto policy = lm::cuda::par.with_allocator(failing_allocator{});
+  expect_error<lm::cuda_error>(
+      [&] {
+        lm::sorted_search<bounds::lower, search_type::index_match, search_type::index_match>(
+            policy, da.begin(), da.end(), db.begin(), db.end(), oa.begin(), ob.begin());
+      },
+      {"libmerge::sorted_search", "cudaErrorMemoryAllocation", "temporary storage"});
+  expect_error<lm::cuda_error>(
+      [&] { lm::sorted_equality_count(policy, da.begin(), da.end(), db.begin(), db.end(), counts.begin()); },
+      {"libmerge::sorted_equality_count", "cudaErrorMemoryAllocation", "temporary storage"});
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(oa), std::vector<std::uint32_t>(5000, 7u), "a_out untouched");
+  check_same(to_host(ob), std::vector<std::uint32_t>(4000, 7u), "b_out untouched");
+  check_same(to_host(counts), std::vector<long long>(5000, -1), "counts untouched");
+}
