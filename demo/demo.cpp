@@ -127,8 +127,7 @@ void print_table(const std::vector<row>& rows, long long n, int omp_threads) {
   } else {
     std::printf("\nopenmp: not in this build (compile with -fopenmp; CMake finds OpenMP by itself)\n");
   }
-  std::printf("cuda: lm::cuda::par, data already on the GPU; '-' where the GPU is absent or the CUDA backend\n"
-              "      does not implement the algorithm yet\n");
+  std::printf("cuda: lm::cuda::par, data already on the GPU; '-' where there is no GPU\n");
 }
 
 // The CPU columns: lm::serial, and lm::omp::par when the build has it.
@@ -139,6 +138,7 @@ std::vector<row> cpu_rows(long long n) {
   std::sort(b.begin(), b.end());
   std::vector<int> work, out(2 * static_cast<std::size_t>(n));
   std::vector<long long> bounds(static_cast<std::size_t>(n));
+  std::vector<int> counts(static_cast<std::size_t>(n));
   auto sort_ms = [&](const auto& policy) {
     return cpu_ms([&] {
       work = keys;
@@ -153,13 +153,18 @@ std::vector<row> cpu_rows(long long n) {
       lm::sorted_search<lm::bounds::lower>(policy, a.begin(), a.end(), b.begin(), b.end(), bounds.begin());
     });
   };
+  auto count_ms = [&](const auto& policy) {
+    return cpu_ms([&] { lm::sorted_equality_count(policy, a.begin(), a.end(), b.begin(), b.end(), counts.begin()); });
+  };
   std::vector<row> rows = {{"merge_sort (keys)", sort_ms(lm::serial)},
                            {"merge (keys, two inputs of N)", merge_ms(lm::serial)},
-                           {"sorted_search<lower> (N into N)", search_ms(lm::serial)}};
+                           {"sorted_search<lower> (N into N)", search_ms(lm::serial)},
+                           {"sorted_equality_count (N in N)", count_ms(lm::serial)}};
 #if defined(_OPENMP)
   rows[0].omp = sort_ms(lm::omp::par);
   rows[1].omp = merge_ms(lm::omp::par);
   rows[2].omp = search_ms(lm::omp::par);
+  rows[3].omp = count_ms(lm::omp::par);
 #endif
   return rows;
 }
@@ -176,8 +181,7 @@ bool have_gpu(std::string& why) {
   return true;
 }
 
-// GPU times of the algorithms the CUDA backend implements, with CUDA events
-// (merge today; the rest as the CUDA backend gains them).
+// GPU times of the algorithms the CUDA backend implements, with CUDA events.
 void add_cuda_times(std::vector<row>& rows, long long n) {
   auto a = random_keys(n, 2), b = random_keys(n, 3);
   std::sort(a.begin(), a.end());
@@ -188,6 +192,8 @@ void add_cuda_times(std::vector<row>& rows, long long n) {
   cudaEventCreate(&stop);
   const auto keys = random_keys(n, 1);
   thrust::device_vector<int> dkeys(keys.begin(), keys.end()), work(keys.size());
+  thrust::device_vector<long long> bounds(static_cast<std::size_t>(n));
+  thrust::device_vector<int> counts(static_cast<std::size_t>(n));
   auto gpu_ms = [&](auto&& call, auto&& setup) {
     return median_ms(
         [&] {
@@ -212,6 +218,21 @@ void add_cuda_times(std::vector<row>& rows, long long n) {
         lm::is_available<lm::algo::merge_sort, decltype(lm::cuda::par)>) {
       r.cuda = gpu_ms([&] { lm::merge_sort(lm::cuda::par, work.begin(), work.end()); },
                       [&] { thrust::copy(dkeys.begin(), dkeys.end(), work.begin()); });
+    }
+    if (std::strncmp(r.name, "sorted_search", 13) == 0) {
+      r.cuda = gpu_ms(
+          [&] {
+            lm::sorted_search<lm::bounds::lower>(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(),
+                                                 bounds.begin());
+          },
+          nothing);
+    }
+    if (std::strncmp(r.name, "sorted_equality_count", 21) == 0) {
+      r.cuda = gpu_ms(
+          [&] {
+            lm::sorted_equality_count(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), counts.begin());
+          },
+          nothing);
     }
   }
   cudaEventDestroy(start);

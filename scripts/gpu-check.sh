@@ -3,8 +3,8 @@
 # compute-sanitizer (memcheck, racecheck) over them, then the benchmark.
 #
 #   scripts/gpu-check.sh [BIN_DIR] [steps...]
-#       steps: tests large memcheck racecheck bench sortbench sorttune demo
-#              (default: all but sorttune)
+#       steps: tests large memcheck racecheck bench sortbench sorttune
+#              searchbench searchtune demo (default: all but the tune steps)
 #
 # Logs go to $OUT (or ./gpu-logs): tests.log, memcheck.log, racecheck.log,
 # bench.txt, bench.json, demo.txt and summary.txt (a line per step with its
@@ -12,7 +12,7 @@
 set -u
 BIN=${1:-gpu-bin}
 shift || true
-STEPS=${*:-tests large memcheck racecheck bench sortbench demo}
+STEPS=${*:-tests large memcheck racecheck bench sortbench searchbench demo}
 LOG=${OUT:-gpu-logs}
 mkdir -p "$LOG"
 
@@ -39,6 +39,7 @@ for s in $STEPS; do
       step tests.log merge 900 "$BIN/test_cuda_merge" --log_level=test_suite
       step tests.log merge_sort 900 "$BIN/test_cuda_merge_sort" --log_level=test_suite
       step tests.log element_sizes 300 "$BIN/test_cuda_element_sizes" --log_level=test_suite
+      step tests.log sorted_search 900 "$BIN/test_cuda_sorted_search" --log_level=test_suite
       ;;
     large)
       step tests.log large 900 "$BIN/test_cuda_large" --log_level=message
@@ -56,6 +57,8 @@ for s in $STEPS; do
         "$BIN/test_cuda_merge" --run_test='!merge_is_asynchronous_and_streams_overlap'
       step "$s.log" "$s-merge_sort" 560 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool "$s" --error-exitcode 99 \
         "$BIN/test_cuda_merge_sort" --run_test='!sorts_on_two_streams'
+      step "$s.log" "$s-sorted_search" 560 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool "$s" --error-exitcode 99 \
+        "$BIN/test_cuda_sorted_search" --run_test='!sorted_search_is_asynchronous_and_streams_overlap'
       ;;
     bench)
       step bench.txt bench 900 "$BIN/libmerge_bench" --gpu --json "$LOG/bench.json"
@@ -65,6 +68,12 @@ for s in $STEPS; do
       ;;
     sorttune)
       step sorttune.txt sorttune 600 "$BIN/libmerge_sort_bench" --tune --json "$LOG/sorttune.json"
+      ;;
+    searchbench)
+      step searchbench.txt searchbench 600 "$BIN/libmerge_search_bench" --json "$LOG/searchbench.json"
+      ;;
+    searchtune)
+      step searchtune.txt searchtune 400 "$BIN/libmerge_search_bench" --tune --json "$LOG/searchtune.json"
       ;;
     demo)
       step demo.txt demo 120 "$BIN/libmerge_demo"
