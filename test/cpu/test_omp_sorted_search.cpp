@@ -50,16 +50,7 @@ using test_support::record_less;
 
 namespace {
 
-const char* name(search_type t) {
-  switch (t) {
-    case search_type::none: return "none";
-    case search_type::index: return "index";
-    case search_type::match: return "match";
-    case search_type::index_match: return "index_match";
-  }
-  return "?";
-}
-const char* name(bounds b) { return b == bounds::lower ? "lower" : "upper"; }
+using test_support::name;
 
 template <class Out>
 constexpr Out out_sentinel() {

@@ -20,6 +20,19 @@
 
 namespace test_support {
 
+// Names of the search vocabulary, for test messages.
+inline const char* name(libmerge::search_type t) {
+  switch (t) {
+    case libmerge::search_type::none: return "none";
+    case libmerge::search_type::index: return "index";
+    case libmerge::search_type::match: return "match";
+    case libmerge::search_type::index_match: return "index_match";
+  }
+  return "?";
+}
+inline const char* name(libmerge::bounds b) { return b == libmerge::bounds::lower ? "lower" : "upper"; }
+
+
 // The 16-byte struct key: ordered by (major, minor) only, so `tag` can tell
 // equal keys apart and expose instability.
 struct record {
