@@ -5,7 +5,8 @@
 // B, and the number of A elements that precede b_j is b_j's upper bound in A.
 // So the dense path is the merge's own machinery with a different ending:
 //   1. partition_kernel (partition.cuh) finds where the merge path crosses
-//      every tile boundary;
+//      every tile boundary, and whether those crossings are in order (they
+//      are unless the input is unsorted or the comparator broken);
 //   2. search_kernel loads a tile's ranges of A and B into shared memory (plus
 //      one halo element on each side, for the match tests that need the
 //      neighbour of a range), walks the tile's merge per thread and, instead of
@@ -17,8 +18,8 @@
 //
 // Sparse searches stream a long side for a few results; when only one side
 // writes and the other is sparse_ratio times longer, needle_search_kernel
-// instead searches each needle in the whole other side (binary searches, a
-// thread's few needles in lockstep), as thrust::lower_bound does.
+// instead searches each needle in the whole other side with a binary search
+// (one needle a thread in the tuned line), as thrust::lower_bound does.
 #pragma once
 
 #include <cuda_runtime_api.h>
