@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../libmerge/detail/as_type.hpp"
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
@@ -21,18 +22,6 @@ namespace libmerge::detail::omp_backend {
 
 // ---------------------------------------------------------------------------
 // Keys and values
-
-// A merge's key type is A's, and its value type A's values' (as on every
-// backend): B's elements are compared and written as those types. The same
-// object comes back by reference when no conversion is needed.
-template <class T, class X>
-decltype(auto) as_type(X&& x) {
-  if constexpr (std::is_same_v<std::decay_t<X>, T>) {
-    return std::forward<X>(x);
-  } else {
-    return static_cast<T>(std::forward<X>(x));
-  }
-}
 
 // B's keys seen as A's key type, for the merge-path search.
 template <class K, class It>
@@ -93,7 +82,6 @@ struct key_order {
     }
   }
 };
-
 
 // Contiguous iterators (pointers, std::vector's) are merged through pointers,
 // which lets the merge below pick its source with a conditional move.

@@ -7,22 +7,11 @@
 #include <type_traits>
 #include <utility>
 
+#include "../../libmerge/detail/as_type.hpp"
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
 
 namespace libmerge::detail::serial {
-
-// A merge's key type is A's (and its value type A's values'), as in CUB and
-// Thrust: B's elements are compared and written as that type. The same value
-// comes back by reference when no conversion is needed.
-template <class T, class X>
-decltype(auto) as_type(X&& x) {
-  if constexpr (std::is_same_v<std::decay_t<X>, T>) {
-    return std::forward<X>(x);
-  } else {
-    return static_cast<T>(std::forward<X>(x));
-  }
-}
 
 // Merges a[0, na) and b[0, nb) into out; on ties A comes first (stable).
 // Values, when present, move with their keys. Move: the inputs are scratch
