@@ -244,6 +244,50 @@ auto checked_range(V& v) {
   return std::make_pair(checked_iterator<T>(v.data(), n, 0), checked_iterator<T>(v.data(), n, n));
 }
 
+// Iterator makers for the search suites: plain pointers, or checked
+// iterators (an output's checked range ends before its guard element).
+struct pointer_range {
+  template <class T>
+  std::pair<const T*, const T*> operator()(const std::vector<T>& v) const {
+    return {v.data(), v.data() + v.size()};
+  }
+};
+struct pointer_out {
+  template <class Out>
+  Out* operator()(std::vector<Out>& v) const {
+    return v.data();
+  }
+};
+struct checked_range_maker {
+  template <class T>
+  auto operator()(const std::vector<T>& v) const {
+    return checked_range(v);
+  }
+};
+struct checked_out {
+  template <class Out>
+  checked_iterator<Out> operator()(std::vector<Out>& v) const {
+    return checked_iterator<Out>(v.data(), static_cast<std::ptrdiff_t>(v.size()) - 1);
+  }
+};
+
+// A value no correct merge writes past the end of its output.
+template <class T>
+T sentinel() {
+  if constexpr (std::is_same_v<T, test_support::record>) {
+    return test_support::record{-999999, -1, -1};
+  } else {
+    return static_cast<T>(-3);
+  }
+}
+
+// What a search output holds before the call: no bound, flag or count
+// written by a correct search has this pattern.
+template <class Out>
+constexpr Out out_sentinel() {
+  return static_cast<Out>(0x5a5a5a5a5a5a5a5aull);
+}
+
 // ---------------------------------------------------------------------------
 // Wall-clock timing for the messages of the large test.
 class stopwatch {

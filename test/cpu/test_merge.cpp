@@ -36,18 +36,9 @@ using test_support::key_types;
 using test_support::record;
 using test_support::record_less;
 
+using cpu_test::sentinel;
+
 namespace {
-
-// A value no correct merge writes past the end of the output.
-template <class T>
-T sentinel() {
-  if constexpr (std::is_same_v<T, record>) {
-    return record{-999999, -1, -1};
-  } else {
-    return static_cast<T>(-3);
-  }
-}
-
 
 // merge and merge_by_key of one (a, b) pair, checked against std::merge and
 // the reference merge_by_key (values: A's position i, B's |A| + j).

@@ -41,17 +41,9 @@ using test_support::key_types;
 using test_support::record;
 using test_support::record_less;
 
-namespace {
+using cpu_test::sentinel;
 
-// A value no correct merge writes past the end of the output.
-template <class T>
-T sentinel() {
-  if constexpr (std::is_same_v<T, record>) {
-    return record{-999999, -1, -1};
-  } else {
-    return static_cast<T>(-3);
-  }
-}
+namespace {
 
 // merge and merge_by_key of one (a, b) pair on every team, against lm::serial.
 // Values mark their origin (A: i, B: |A| + j), so a tie resolved the wrong way

@@ -48,41 +48,16 @@ using test_support::key_types;
 using test_support::record;
 using test_support::record_less;
 
+using cpu_test::checked_out;
+using cpu_test::checked_range_maker;
+using cpu_test::out_sentinel;
+using cpu_test::pointer_out;
+using cpu_test::pointer_range;
+
 namespace {
 
 using test_support::name;
 
-template <class Out>
-constexpr Out out_sentinel() {
-  return static_cast<Out>(0x5a5a5a5a5a5a5a5aull);
-}
-
-// Iterator makers: plain pointers, or bounds-checked iterators (the output's
-// range ends before its guard element).
-struct pointer_range {
-  template <class T>
-  std::pair<const T*, const T*> operator()(const std::vector<T>& v) const {
-    return {v.data(), v.data() + v.size()};
-  }
-};
-struct pointer_out {
-  template <class Out>
-  Out* operator()(std::vector<Out>& v) const {
-    return v.data();
-  }
-};
-struct checked_range_maker {
-  template <class T>
-  auto operator()(const std::vector<T>& v) const {
-    return cpu_test::checked_range(v);
-  }
-};
-struct checked_out {
-  template <class Out>
-  cpu_test::checked_iterator<Out> operator()(std::vector<Out>& v) const {
-    return cpu_test::checked_iterator<Out>(v.data(), static_cast<std::ptrdiff_t>(v.size()) - 1);
-  }
-};
 
 // One search of the general form on every team, against lm::serial: both
 // outputs (guards included) and the match counts; a `none` side is repeated

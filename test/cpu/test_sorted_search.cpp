@@ -43,6 +43,12 @@ using test_support::key_types;
 using test_support::record;
 using test_support::record_less;
 
+using cpu_test::checked_out;
+using cpu_test::checked_range_maker;
+using cpu_test::out_sentinel;
+using cpu_test::pointer_out;
+using cpu_test::pointer_range;
+
 namespace {
 
 using test_support::name;
@@ -74,13 +80,6 @@ struct side_reference {
 };
 inline side_reference select(const side_bounds& r, bool upper) {
   return {upper ? r.upper : r.lower, r.match, r.matches};
-}
-
-// Sentinel filling every output before a call: positions that must not be
-// written keep it.
-template <class Out>
-constexpr Out out_sentinel() {
-  return static_cast<Out>(0x5a5a5a5a5a5a5a5aull);
 }
 
 // What a side of type Type must hold, given the reference. The output vector
@@ -189,32 +188,6 @@ void all_combinations(const std::vector<T>& a, const std::vector<T>& b, const si
    ...);
 }
 
-// Iterator makers.
-struct pointer_range {
-  template <class T>
-  std::pair<const T*, const T*> operator()(const std::vector<T>& v) const {
-    return {v.data(), v.data() + v.size()};
-  }
-};
-struct pointer_out {
-  template <class Out>
-  Out* operator()(std::vector<Out>& v) const {
-    return v.data();
-  }
-};
-struct checked_range_maker {
-  template <class T>
-  auto operator()(const std::vector<T>& v) const {
-    return cpu_test::checked_range(v);
-  }
-};
-// The output's checked range ends before the guard element.
-struct checked_out {
-  template <class Out>
-  cpu_test::checked_iterator<Out> operator()(std::vector<Out>& v) const {
-    return cpu_test::checked_iterator<Out>(v.data(), static_cast<std::ptrdiff_t>(v.size()) - 1);
-  }
-};
 
 
 const std::vector<std::pair<std::int64_t, std::int64_t>> moderate_pairs = {
