@@ -8,6 +8,7 @@
 #pragma once
 
 #include <type_traits>
+#include <utility>
 
 #include "detail/arguments.hpp"
 #include "detail/dispatch.hpp"
@@ -30,6 +31,17 @@ void check_search_output(index_t other_length, const char* out_name) {
     }
   }
 }
+// The lengths of A and B, once the ranges and the outputs the search types
+// write are checked.
+template <search_type TypeA, search_type TypeB, class AOut, class BOut, class AIt, class BIt>
+std::pair<index_t, index_t> checked_search_lengths(AIt a_first, AIt a_last, BIt b_first, BIt b_last) {
+  const index_t na = checked_length(a_first, a_last, "sorted_search", "a_first", "a_last");
+  const index_t nb = checked_length(b_first, b_last, "sorted_search", "b_first", "b_last");
+  check_search_output<TypeA, AOut>(nb, "a_out");
+  check_search_output<TypeB, BOut>(na, "b_out");
+  return {na, nb};
+}
+
 // A backend whose counts live in its own memory (a GPU) says so with
 // `static constexpr bool counts_in_place = true` and a run_to(..., counts_out,
 // comp) that writes them there; the others return them from run().
@@ -49,10 +61,7 @@ template <bounds Bounds, search_type TypeA, search_type TypeB, class Policy, cla
           class AOut, class BOut, class Comp = less<>, class = detail::require_policy<Policy>>
 match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last,
                            AOut a_out, BOut b_out, Comp comp = Comp()) {
-  const index_t na = detail::checked_length(a_first, a_last, "sorted_search", "a_first", "a_last");
-  const index_t nb = detail::checked_length(b_first, b_last, "sorted_search", "b_first", "b_last");
-  detail::check_search_output<TypeA, AOut>(nb, "a_out");
-  detail::check_search_output<TypeB, BOut>(na, "b_out");
+  const auto [na, nb] = detail::checked_search_lengths<TypeA, TypeB, AOut, BOut>(a_first, a_last, b_first, b_last);
   if (na + nb == 0) return {};
   const auto& exec = detail::resolve_policy(policy);
   return detail::impl_for<algo::sorted_search, Policy>::template run<Bounds, TypeA, TypeB>(
@@ -69,10 +78,7 @@ template <bounds Bounds, search_type TypeA, search_type TypeB, class Policy, cla
           class AOut, class BOut, class Comp = less<>, class = detail::require_policy<Policy>>
 void sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last, AOut a_out,
                    BOut b_out, match_counts* counts_out, Comp comp = Comp()) {
-  const index_t na = detail::checked_length(a_first, a_last, "sorted_search", "a_first", "a_last");
-  const index_t nb = detail::checked_length(b_first, b_last, "sorted_search", "b_first", "b_last");
-  detail::check_search_output<TypeA, AOut>(nb, "a_out");
-  detail::check_search_output<TypeB, BOut>(na, "b_out");
+  const auto [na, nb] = detail::checked_search_lengths<TypeA, TypeB, AOut, BOut>(a_first, a_last, b_first, b_last);
   if (counts_out == nullptr) detail::throw_invalid("sorted_search", "counts_out is a null pointer");
   const auto& exec = detail::resolve_policy(policy);
   using impl = detail::impl_for<algo::sorted_search, Policy>;

@@ -176,6 +176,12 @@ inline constexpr std::size_t max_element_bytes = 1024;
                               " bytes (sort indices or pointers to large elements instead)");
 }
 
+// A grid of one tile a CTA holds at most 2^31-1 CTAs.
+[[noreturn]] inline void throw_too_many_tiles(const char* algorithm) {
+  throw std::invalid_argument(std::string("libmerge::") + algorithm +
+                              ": input too large for one grid with this launch box (more than 2^31-1 tiles)");
+}
+
 // LIBMERGE_DEBUG=1 prints each kernel's launch plan to stderr.
 template <class Box>
 void print_plan(const device_info& dev, const char* algorithm, const char* stage, int arch, bool tuned,

@@ -409,11 +409,6 @@ __global__ void __launch_bounds__(Box::nt)
   add_matches<Box::nt, writes_match(Type), false>(found, 0, match_counters{matches, nullptr}, tid);
 }
 
-[[noreturn]] inline void throw_too_many_tiles(const char* algorithm) {
-  throw std::invalid_argument(std::string("libmerge::") + algorithm +
-                              ": input too large for one grid with this launch box (more than 2^31-1 tiles)");
-}
-
 // Launches one search (bounds::lower; the caller swaps the sides for upper)
 // with launch box Box. counts (device memory) receives the match counts; it is
 // zeroed on the stream only once nothing can fail before the kernels run.
