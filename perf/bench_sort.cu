@@ -3,14 +3,15 @@
 // custom comparator (which runs CUB's merge sort) and, as the
 // non-comparison reference, cub::DeviceRadixSort, all in the same run.
 //
-//   libmerge_sort_bench [--quick] [--tune] [--profile] [--runs R] [--json FILE]
+//   libmerge_sort_bench [--quick] [--tune] [--tune-small] [--profile] [--runs R] [--json FILE]
 //
 // Method: every timed run sorts a fresh copy of the same input (copied in,
 // then a write of 4x the L2 size, both outside the timing), timed with CUDA
 // events; the median of R runs after two warm-ups. Temporary storage is
 // allocated outside the timing for every implementation. lm's output is
 // checked once against CUB's (both sorts are stable, so they must be equal).
-// --tune times several launch boxes of lm against CUB; --profile runs one sort
+// --tune times several launch boxes of lm against CUB at 2^24 and 2^28,
+// --tune-small smaller boxes at 2^16 to 2^22; --profile runs one sort
 // of 2^28 int32 keys of each implementation, for ncu.
 #include <algorithm>
 #include <cstdint>
@@ -42,7 +43,7 @@ namespace lm = libmerge;
 namespace {
 
 struct options {
-  bool quick = false, tune = false, profile = false;
+  bool quick = false, tune = false, tune_small = false, profile = false;
   int runs = 15;
   std::string json = "libmerge_sort_bench.json";
 };
@@ -380,11 +381,12 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--quick") opt.quick = true;
     else if (a == "--tune") opt.tune = true;
+    else if (a == "--tune-small") opt.tune_small = true;
     else if (a == "--profile") opt.profile = true;
     else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
     else {
-      std::fprintf(stderr, "usage: libmerge_sort_bench [--quick] [--tune] [--profile] [--runs R] [--json FILE]\n");
+      std::fprintf(stderr, "usage: libmerge_sort_bench [--quick] [--tune] [--tune-small] [--profile] [--runs R] [--json FILE]\n");
       return 2;
     }
   }
@@ -419,9 +421,27 @@ int main(int argc, char** argv) {
     }
     std::vector<int> sizes = opt.quick ? std::vector<int>{16, 20, 24} : std::vector<int>{16, 18, 20, 22, 24, 26, 28};
     if (opt.tune) sizes = {24, 28};
+    if (opt.tune_small) sizes = {16, 18, 20, 22};
     for (int lg : sizes) {
       const long long n = 1LL << lg;
       std::fprintf(stderr, "sort cases at 2^%d\n", lg);
+      if (opt.tune_small) {
+        using lm::launch_box;
+        using lm::launch_boxes;
+        sort_case<std::int32_t, void, int_less> k(ctx, "int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 1));
+        k.tune(launch_boxes<launch_box<256, 15>, launch_box<256, 15>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 15>>{},
+               launch_boxes<launch_box<128, 15>, launch_box<128, 15>>{}, launch_boxes<launch_box<256, 15>, launch_box<128, 15>>{},
+               launch_boxes<launch_box<128, 17>, launch_box<256, 11>>{}, launch_boxes<launch_box<256, 11>, launch_box<256, 11>>{},
+               launch_boxes<launch_box<512, 15>, launch_box<256, 15>>{}, launch_boxes<launch_box<128, 11>, launch_box<128, 11>>{});
+        sort_case<std::int32_t, std::int32_t, int_less> p(ctx, "int32/int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 2));
+        p.tune(launch_boxes<launch_box<128, 17>, launch_box<256, 9>>{}, launch_boxes<launch_box<256, 9>, launch_box<256, 9>>{},
+               launch_boxes<launch_box<128, 9>, launch_box<128, 9>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 9>>{},
+               launch_boxes<launch_box<128, 17>, launch_box<128, 9>>{});
+        sort_case<std::int64_t, void, int_less> w(ctx, "int64", shape::random, n, int_less{}, make_keys<std::int64_t>(n, shape::random, 3));
+        w.tune(launch_boxes<launch_box<256, 15>, launch_box<256, 15>>{}, launch_boxes<launch_box<128, 15>, launch_box<128, 15>>{},
+               launch_boxes<launch_box<256, 11>, launch_box<256, 11>>{});
+        continue;
+      }
       if (opt.tune) {
         using lm::launch_box;
         using lm::launch_boxes;
