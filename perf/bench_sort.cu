@@ -3,7 +3,7 @@
 // custom comparator (which runs CUB's merge sort) and, as the
 // non-comparison reference, cub::DeviceRadixSort, all in the same run.
 //
-//   libmerge_sort_bench [--quick] [--tune] [--tune-small] [--profile] [--runs R] [--json FILE]
+//   libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--profile] [--profile-log2 K] [--log2 K]... [--runs R] [--json FILE]
 //
 // Method: every timed run sorts a fresh copy of the same input (copied in,
 // then a write of 4x the L2 size, both outside the timing), timed with CUDA
@@ -11,8 +11,9 @@
 // allocated outside the timing for every implementation. lm's output is
 // checked once against CUB's (both sorts are stable, so they must be equal).
 // --tune times several launch boxes of lm against CUB at 2^24 and 2^28,
-// --tune-small smaller boxes at 2^16 to 2^22; --profile runs one sort
-// of 2^28 int32 keys of each implementation, for ncu.
+// --tune-small smaller boxes at 2^16 to 2^22, --tune-wide boxes for 16-byte
+// keys at 2^24 and 2^28; --profile runs one sort
+// of 2^28 int32 keys of each implementation, for ncu (--profile-log2 K: 2^K).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -43,8 +44,10 @@ namespace lm = libmerge;
 namespace {
 
 struct options {
-  bool quick = false, tune = false, tune_small = false, profile = false;
+  bool quick = false, tune = false, tune_small = false, tune_wide = false, profile = false;
   int runs = 15;
+  int profile_log2 = 28;
+  std::vector<int> sizes;  // --log2 K (repeatable): only these sizes
   std::string json = "libmerge_sort_bench.json";
 };
 
@@ -382,11 +385,14 @@ int main(int argc, char** argv) {
     if (a == "--quick") opt.quick = true;
     else if (a == "--tune") opt.tune = true;
     else if (a == "--tune-small") opt.tune_small = true;
+    else if (a == "--tune-wide") opt.tune_wide = true;
+    else if (a == "--log2" && i + 1 < argc) opt.sizes.push_back(std::atoi(argv[++i]));
     else if (a == "--profile") opt.profile = true;
+    else if (a == "--profile-log2" && i + 1 < argc) opt.profile = true, opt.profile_log2 = std::atoi(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
     else {
-      std::fprintf(stderr, "usage: libmerge_sort_bench [--quick] [--tune] [--tune-small] [--profile] [--runs R] [--json FILE]\n");
+      std::fprintf(stderr, "usage: libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--profile] [--profile-log2 K] [--log2 K]... [--runs R] [--json FILE]\n");
       return 2;
     }
   }
@@ -410,7 +416,7 @@ int main(int argc, char** argv) {
     context ctx{s, &timer, arena{temp, temp_bytes}, &tt};
 
     if (opt.profile) {
-      const long long n = 1LL << 28;
+      const long long n = 1LL << opt.profile_log2;
       sort_case<std::int32_t, void, int_less> c(ctx, "int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 1));
       c.setup();
       c.run_lm(lm::cuda::par.on(s).with_allocator(ctx.temp));
@@ -422,9 +428,21 @@ int main(int argc, char** argv) {
     std::vector<int> sizes = opt.quick ? std::vector<int>{16, 20, 24} : std::vector<int>{16, 18, 20, 22, 24, 26, 28};
     if (opt.tune) sizes = {24, 28};
     if (opt.tune_small) sizes = {16, 18, 20, 22};
+    if (opt.tune_wide) sizes = {24, 28};
+    if (!opt.sizes.empty()) sizes = opt.sizes;
     for (int lg : sizes) {
       const long long n = 1LL << lg;
       std::fprintf(stderr, "sort cases at 2^%d\n", lg);
+      if (opt.tune_wide) {
+        using lm::launch_box;
+        using lm::launch_boxes;
+        sort_case<record, void, record_less> r(ctx, "record16", shape::random, n, record_less{}, make_keys<record>(n, shape::random, 4));
+        r.tune(launch_boxes<launch_box<512, 3>, launch_box<512, 3>>{}, launch_boxes<launch_box<512, 5>, launch_box<512, 5>>{},
+               launch_boxes<launch_box<256, 5>, launch_box<256, 5>>{}, launch_boxes<launch_box<256, 7>, launch_box<256, 7>>{},
+               launch_boxes<launch_box<512, 5>, launch_box<512, 3>>{}, launch_boxes<launch_box<256, 7>, launch_box<512, 5>>{},
+               launch_boxes<launch_box<256, 9>, launch_box<256, 5>>{}, launch_boxes<launch_box<512, 4>, launch_box<512, 3>>{});
+        continue;
+      }
       if (opt.tune_small) {
         using lm::launch_box;
         using lm::launch_boxes;

@@ -25,21 +25,32 @@ LIBMERGE_HOST_DEVICE constexpr std::size_t align_up(std::size_t x, std::size_t a
 // the NT threads of the CTA (tid is the caller's thread index) so every access
 // is coalesced. All VT loads are issued before the first store to shared
 // memory, so each thread keeps VT requests in flight. Full tiles skip the
-// bounds checks. (Hand-written rather than cub::BlockLoad: the tile is two
+// bounds checks. Direct: a partial tile stores each element as it comes
+// instead (the merge-sort pass kernel at 512x15 spilled holding VT checked
+// values; the merge and search kernels spill the other way round, so each
+// caller picks). (Hand-written rather than cub::BlockLoad: the tile is two
 // ranges with a run-time split, which BlockLoad's single range cannot express
 // without a second pass.)
-template <int NT, int VT, bool Full, class T, class AIt, class BIt>
+template <int NT, int VT, bool Full, bool Direct = false, class T, class AIt, class BIt>
 __device__ __forceinline__ void load_tile(AIt a, int na, BIt b, int count, T* dst, int tid) {
-  T x[VT];
+  if constexpr (!Full && Direct) {
 #pragma unroll
-  for (int i = 0; i < VT; ++i) {
-    const int j = NT * i + tid;
-    if (Full || j < count) x[i] = j < na ? static_cast<T>(a[j]) : static_cast<T>(b[j - na]);
-  }
+    for (int i = 0; i < VT; ++i) {
+      const int j = NT * i + tid;
+      if (j < count) dst[j] = j < na ? static_cast<T>(a[j]) : static_cast<T>(b[j - na]);
+    }
+  } else {
+    T x[VT];
 #pragma unroll
-  for (int i = 0; i < VT; ++i) {
-    const int j = NT * i + tid;
-    if (Full || j < count) dst[j] = x[i];
+    for (int i = 0; i < VT; ++i) {
+      const int j = NT * i + tid;
+      if (Full || j < count) x[i] = j < na ? static_cast<T>(a[j]) : static_cast<T>(b[j - na]);
+    }
+#pragma unroll
+    for (int i = 0; i < VT; ++i) {
+      const int j = NT * i + tid;
+      if (Full || j < count) dst[j] = x[i];
+    }
   }
 }
 

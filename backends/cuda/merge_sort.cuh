@@ -1,8 +1,12 @@
 // CUDA merge_sort, merge_sort_by_key, merge_sort_indices (one code path; keys
 // only = no values, indices = values counting 0, 1, 2, ...):
 //
-//   1. sortedness_kernel  one read of the keys, stopping at the first descent:
-//                         sorted input skips everything below.
+//   1. sortedness_kernel  one read of the keys: where are the descents? None:
+//                         sorted input skips everything below. All of them
+//                         at multiples of some W >= a block-sort tile: the
+//                         input is sorted runs of W, and the block sort and
+//                         every pass below W are skipped. Random input stops
+//                         the read early.
 //   2. block_sort_kernel  cub::BlockMergeSort sorts tiles of bs_nt * bs_vt
 //                         keys in place (a tile found already sorted is not
 //                         written at all).
@@ -27,6 +31,7 @@
 
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_merge_sort.cuh>
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_store.cuh>
 
 #include <algorithm>
@@ -54,24 +59,53 @@
 namespace libmerge::detail::cuda_backend {
 
 // ---------------------------------------------------------------------------
-// Device-side bookkeeping of one sort. flags[0]: the input is not sorted
-// (set by sortedness_kernel). For pass p: flags[1 + 2p], the buffer (0: the
-// caller's, 1: scratch) holding the data when the pass starts;
-// flags[2 + 2p], whether the pass has any group to merge.
+// A merge pass merges groups of `ways` runs of `width` keys; each group's
+// output is cut into tiles of nv, tiles_per_group per group (the last group
+// may have fewer), one CTA per tile.
+// (Tile counts are 32-bit: the host refuses grids of 2^31 / 32 tiles or more,
+// and 32-bit divisions keep the pass kernel inside its registers.)
+struct pass_shape {
+  index_t width;
+  int tiles_per_group;
+  int num_tiles;
+};
+
+// Device-side bookkeeping of one sort, all zero to begin with. runs: the
+// greatest common divisor of the positions i + 1 where keys[i + 1] < keys[i]
+// (set by sortedness_kernel; 0: no descent, the input is sorted; W: the input
+// is sorted runs [kW, kW + W)). For pass p: shapes[p], its shape (written by
+// its partition kernel: it depends on runs); f[2p], the buffer (0: the
+// caller's, 1: scratch) holding the data when the pass starts; f[2p + 1],
+// whether the pass has any group to merge.
 struct sort_flags {
+  unsigned long long* runs;
+  pass_shape* shapes;
   int* f;
-  __device__ int& unsorted() const { return f[0]; }
-  __device__ int& source(int pass) const { return f[1 + 2 * pass]; }
-  __device__ int& has_work(int pass) const { return f[2 + 2 * pass]; }
-  static std::size_t count(int passes) { return 2 + 2 * static_cast<std::size_t>(passes); }
+  static sort_flags at(void* memory, int passes) {
+    auto* m = static_cast<unsigned char*>(memory);
+    return {reinterpret_cast<unsigned long long*>(m), reinterpret_cast<pass_shape*>(m + 8),
+            reinterpret_cast<int*>(m + 8 + sizeof(pass_shape) * static_cast<std::size_t>(passes))};
+  }
+  static std::size_t bytes(int passes) { return 8 + (sizeof(pass_shape) + 2 * sizeof(int)) * passes; }
+  __device__ bool unsorted() const { return *runs != 0; }
+  // Runs of at least a block-sort tile (bs_nv keys) need no block sort, and
+  // the passes start at their width.
+  __device__ bool skips_block_sort(index_t bs_nv) const {
+    return *runs == 0 || *runs >= static_cast<unsigned long long>(bs_nv);
+  }
+  __device__ index_t first_width(index_t bs_nv) const {
+    return *runs >= static_cast<unsigned long long>(bs_nv) ? static_cast<index_t>(*runs) : bs_nv;
+  }
+  __device__ int& source(int pass) const { return f[2 * pass]; }
+  __device__ int& has_work(int pass) const { return f[2 * pass + 1]; }
 };
 
 // Which buffer holds the data when pass `pass` starts (pass == number of
 // passes: at the end). Reads only what kernels before it wrote. first_buffer:
-// where the block sort puts unsorted data.
-__device__ __forceinline__ int buffer_before_pass(const sort_flags& flags, int pass, int first_buffer) {
-  if (!flags.unsorted()) return 0;  // nothing was moved
-  if (pass == 0) return first_buffer;
+// where the block sort puts unsorted data (bs_nv keys a tile).
+__device__ __forceinline__ int buffer_before_pass(const sort_flags& flags, int pass, int first_buffer,
+                                                  index_t bs_nv) {
+  if (pass == 0) return flags.skips_block_sort(bs_nv) ? 0 : first_buffer;
   return flags.source(pass - 1) ^ flags.has_work(pass - 1);
 }
 
@@ -89,28 +123,82 @@ struct sort_buffers {
 };
 
 // ---------------------------------------------------------------------------
-// 1. Is the input sorted already? Blocks stride over the keys and stop as
-// soon as any of them has seen a descent.
+// 1. Where are the descents? sort_flags::runs becomes the gcd of the positions
+// i + 1 with keys[i + 1] < keys[i]. Blocks stride over the keys; all of them
+// stop as soon as the gcd is below `useful` (a block-sort tile), where it
+// could save nothing: random input costs a fraction of one read, sorted
+// input and sorted runs one read.
+__device__ __forceinline__ unsigned long long gcd64(unsigned long long a, unsigned long long b) {
+  if (a == 0 || b == 0) return a | b;  // gcd(0, x) = x: 0 is "no descent yet"
+  const int shift = __ffsll(static_cast<long long>(a | b)) - 1;  // Stein's: shifts, no division
+  a >>= __ffsll(static_cast<long long>(a)) - 1;
+  do {
+    b >>= __ffsll(static_cast<long long>(b)) - 1;
+    if (a > b) {
+      const unsigned long long t = a;
+      a = b;
+      b = t;
+    }
+    b -= a;
+  } while (b != 0);
+  return a << shift;
+}
+
+struct gcd_op {
+  __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return gcd64(a, b); }
+};
+
 template <int NT, class K, class Comp>
-__global__ void __launch_bounds__(NT) sortedness_kernel(const K* keys, index_t n, sort_flags flags, Comp comp) {
+__global__ void __launch_bounds__(NT)
+    sortedness_kernel(const K* keys, index_t n, index_t useful, sort_flags flags, Comp comp) {
+  using reduce = cub::BlockReduce<unsigned long long, NT>;
+  __shared__ typename reduce::TempStorage temp;
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   constexpr int vt = 8;
-  volatile int* unsorted = &flags.unsorted();
+  const unsigned long long limit = static_cast<unsigned long long>(useful);
+  volatile unsigned long long* runs = flags.runs;
+  auto update = [&](unsigned long long g) {  // runs = gcd(runs, g), atomically
+    unsigned long long seen = *runs, want;
+    while ((want = gcd64(seen, g)) != seen) {
+      const unsigned long long was = atomicCAS(const_cast<unsigned long long*>(runs), seen, want);
+      if (was == seen) break;
+      seen = was;
+    }
+  };
+  // Two descents closer than `useful` make the gcd smaller than that: when a
+  // chunk (NT * vt keys) is shorter than `useful`, a chunk with two descents
+  // ends the search without any gcd (random input: in the first chunk).
+  const bool short_chunks = NT * vt < useful;
   for (index_t base = static_cast<index_t>(blockIdx.x) * NT * vt; base < n - 1;
        base += static_cast<index_t>(gridDim.x) * NT * vt) {
-    if (__syncthreads_or(threadIdx.x == 0 && *unsorted)) return;  // one read, the same answer for all
-    bool descent = false;
+    if (__syncthreads_or(threadIdx.x == 0 && *runs != 0 && *runs < limit)) return;  // the same answer for all
+    // All loads and comparisons first, branch-free, so that every load is in
+    // flight at once; then the few descents.
+    unsigned mask = 0;
 #pragma unroll
     for (int i = 0; i < vt; ++i) {
       const index_t j = base + NT * i + threadIdx.x;
-      if (j < n - 1) descent |= comp(keys[j + 1], keys[j]);
+      if (j < n - 1 && comp(keys[j + 1], keys[j])) mask |= 1u << i;
     }
-    // One store per block: on random input nearly every thread sees a
-    // descent, and all of them storing to one word serializes.
-    if (__syncthreads_or(descent)) {
-      if (threadIdx.x == 0) *unsorted = 1;
-      return;
+    const int descents = __popc(mask);
+    auto position = [&](int i) { return static_cast<unsigned long long>(base + NT * i + threadIdx.x + 1); };
+    unsigned long long g = mask ? position(__ffs(mask) - 1) : 0;
+    if (!short_chunks) {
+      for (unsigned m = mask & (mask - 1); m; m &= m - 1) g = gcd64(g, position(__ffs(m) - 1));
+    }
+    if (short_chunks) {
+      const int with_one = __syncthreads_count(descents == 1);
+      if (__syncthreads_or(descents > 1) || with_one > 1) {
+        if (threadIdx.x == 0) atomicExch(const_cast<unsigned long long*>(runs), 1ull);  // 1: gcd(1, x) = 1
+        return;
+      }
+      if (descents == 1) update(g);  // the chunk's only descent
+    } else {
+      // One update per block: all threads updating one word would serialize.
+      g = reduce(temp).Reduce(g, gcd_op{});
+      if (threadIdx.x == 0 && g != 0) update(g);
+      __syncthreads();  // temp is reused by the next chunk
     }
   }
 }
@@ -155,7 +243,7 @@ __global__ void __launch_bounds__(Box::nt, 1)
       for (int j = tid; j < valid; j += Box::nt) out[base + j] = static_cast<V>(base + j);
     }
   };
-  if (!flags.unsorted()) {
+  if (flags.skips_block_sort(Box::nv)) {  // sorted, or sorted runs of a tile or more
     write_positions(buf.vals(0));
     return;
   }
@@ -214,15 +302,38 @@ __global__ void __launch_bounds__(Box::nt, 1)
 }
 
 // ---------------------------------------------------------------------------
-// 3. Merge passes. A pass merges groups of Ways runs of `width` keys; each
-// group's output is cut into tiles of nv, tiles_per_group per group (the last
-// group may have fewer), one CTA per tile.
-struct pass_shape {
-  index_t width;
-  index_t tiles_per_group;
+// 3. Merge passes.
+
+__device__ __forceinline__ pass_shape make_pass_shape(index_t n, index_t width, int ways, index_t nv) {
+  const index_t group = width * ways;
+  const index_t groups = (n + group - 1) / group;
+  const index_t tiles_per_group = (group + nv - 1) / nv;
+  const index_t last = n - (groups - 1) * group;
+  return {width, static_cast<int>(tiles_per_group),
+          static_cast<int>((groups - 1) * tiles_per_group + (last + nv - 1) / nv)};
+}
+
+// What the host knows of a pass before anything runs: its run width as a
+// multiple (scale) of the first width, which is a block-sort tile (bs_nv)
+// unless the input turns out to be sorted runs of more; first_buffer: where
+// the block sort puts its output. The kernels work out the pass's shape on the
+// device (pass_shape_of); the host launches a grid for the most tiles any
+// first width can give (launch_tiles).
+struct pass_plan {
+  index_t scale;
   int ways;
-  index_t num_tiles;
+  index_t bs_nv;
+  int first_buffer;
+  index_t launch_tiles;
 };
+
+__device__ __forceinline__ pass_shape pass_shape_of(const pass_plan& p, const sort_flags& flags, index_t n,
+                                                    index_t nv) {
+  const index_t base = flags.first_width(p.bs_nv);
+  // Runs as long as the input: one run, nothing to merge (and no overflow).
+  const index_t width = base > (n - 1) / p.scale ? n : base * p.scale;
+  return make_pass_shape(n, width, p.ways, nv);
+}
 
 template <int Ways, class K>
 __device__ __forceinline__ run_group<Ways, K> group_at(const K* keys, index_t n, index_t width, index_t group) {
@@ -252,16 +363,24 @@ __device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
 // records which buffer the pass reads.
 template <int Ways, class K, class Comp>
 __global__ void __launch_bounds__(128)
-    pass_partition_kernel(sort_buffers<K, char> buf, index_t n, pass_shape shape, index_t nv, int first_buffer,
-                          int pass, sort_flags flags, run_split<Ways>* mp, Comp comp) {
+    pass_partition_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass,
+                          sort_flags flags, run_split<Ways>* mp, Comp comp) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  const int src = buffer_before_pass(flags, pass, first_buffer);
+  const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
   const index_t tile = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (tile == 0) flags.source(pass) = src;
-  if (!flags.unsorted() || tile >= shape.num_tiles) return;
-  const index_t group = tile / shape.tiles_per_group;
-  const index_t local = tile % shape.tiles_per_group;
+  if (!flags.unsorted()) {
+    if (tile == 0) flags.source(pass) = src;
+    return;
+  }
+  const pass_shape shape = pass_shape_of(plan, flags, n, nv);
+  if (tile == 0) {
+    flags.source(pass) = src;
+    flags.shapes[pass] = shape;  // the pass kernel's, without its divisions
+  }
+  if (tile >= shape.num_tiles) return;
+  const int group = static_cast<int>(tile) / shape.tiles_per_group;
+  const int local = static_cast<int>(tile) % shape.tiles_per_group;
   const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
   if (local == 0) {
     bool in_order = true;
@@ -271,7 +390,7 @@ __global__ void __launch_bounds__(128)
     }
     if (!in_order) flags.has_work(pass) = 1;
   }
-  mp[tile] = group_split(g, local * nv, comp);
+  mp[tile] = group_split(g, static_cast<index_t>(local) * nv, comp);
 }
 
 // The registers a merge-pass thread may use: like the merge kernel, many
@@ -319,11 +438,20 @@ __device__ __forceinline__ void clamp_pieces(const index_t (&len)[Ways], const i
   }
 }
 
+// Where a tile's output goes.
+template <class K, class V>
+struct tile_output {
+  K* keys;
+  V* vals;
+};
+
+// One tile of a pass: piece k is [at[k], at[k] + size[k]) of the source
+// buffers (absolute positions: the group's geometry is done with before the
+// tile starts); `count` keys in all.
 template <class Box, int Ways, bool Full, class K, class V, bool WithValues, class Comp>
-__device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const run_group<Ways, K>& g,
-                                          index_t group_begin, const index_t (&start)[Ways],
-                                          const index_t (&end)[Ways], index_t out0, int count, unsigned char* smem,
-                                          Comp& comp) {
+__device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const index_t (&at_)[Ways],
+                                          const int (&size)[Ways], const tile_output<K, V>& out, int count,
+                                          unsigned char* smem, Comp& comp) {
   using layout = merge_layout<K, V, WithValues, Box::nv>;
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
   V* vals = reinterpret_cast<V*>(smem + layout::vals);
@@ -336,17 +464,18 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
 #pragma unroll
   for (int k = 0; k < Ways; ++k) {
     prefix[k] = at;
-    at += static_cast<int>(end[k] - start[k]);
+    at += size[k];
   }
   auto load = [&](auto* src_buffer, auto* dst) {
     if constexpr (Ways == 2) {
-      load_tile<Box::nt, Box::vt, Full>(src_buffer + group_begin + start[0], prefix[1],
-                                        src_buffer + group_begin + g.width + start[1], count, dst, tid);
+      // Keys only: a partial tile loads direct (held in registers, its checked
+      // values made the 512x15 kernel spill once the pass shape came from
+      // device memory; ptxas -v, sm_90). Pairs spill the other way round.
+      load_tile<Box::nt, Box::vt, Full, !WithValues>(src_buffer + at_[0], prefix[1], src_buffer + at_[1], count, dst,
+                                                     tid);
     } else {
       using P = decltype(src_buffer);
-      const P runs[4] = {src_buffer + group_begin + start[0], src_buffer + group_begin + g.width + start[1],
-                         src_buffer + group_begin + 2 * g.width + start[2],
-                         src_buffer + group_begin + 3 * g.width + start[3]};
+      const P runs[4] = {src_buffer + at_[0], src_buffer + at_[1], src_buffer + at_[2], src_buffer + at_[3]};
       load_four_runs<Box::nt, Box::vt, Full>(runs, prefix, count, dst, tid);
     }
   };
@@ -388,33 +517,37 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
   } else {
     __syncthreads();
   }
-  store_warp_striped<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out0, count, tid);
+  store_warp_striped<Box::vt, Full>(merged, keys, out.keys, count, tid);
   if constexpr (WithValues) {
     __syncthreads();
-    V* out = buf.vals(1 - src) + out0;
+    V* out_vals = out.vals;
 #pragma unroll
     for (int i = 0; i < Box::vt; ++i) {
       const int j = Box::nt * i + tid;
-      if (Full || j < count) out[j] = vals[sources[j]];
+      if (Full || j < count) out_vals[j] = vals[sources[j]];
     }
   }
 }
 
 template <class Box, int Ways, class K, class V, bool WithValues, class Comp>
 __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K) + (WithValues ? sizeof(V) : 0)>)
-    pass_kernel(sort_buffers<K, V> buf, index_t n, pass_shape shape, int pass, sort_flags flags,
+    pass_kernel(sort_buffers<K, V> buf, index_t n, int pass, sort_flags flags,
                 const run_split<Ways>* mp, Comp comp) {
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  if (!flags.has_work(pass)) return;
+  // Three independent loads, issued together: at small sizes a pass is a
+  // chain of memory latencies.
+  const int work = flags.has_work(pass);
   const int src = flags.source(pass);
-  const index_t tile = blockIdx.x;
-  const index_t group = tile / shape.tiles_per_group;
-  const index_t local = tile % shape.tiles_per_group;
+  const pass_shape shape = flags.shapes[pass];
+  const int tile = static_cast<int>(blockIdx.x);
+  if (!work || tile >= shape.num_tiles) return;
+  const int group = tile / shape.tiles_per_group;
+  const int local = tile % shape.tiles_per_group;
   const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
   const index_t size = group_size(g);
-  const index_t d0 = local * Box::nv;
+  const index_t d0 = static_cast<index_t>(local) * Box::nv;
   const index_t d1 = d0 + Box::nv < size ? d0 + Box::nv : size;
   index_t start[Ways], end[Ways];
   const bool last_in_group = d1 == size;
@@ -424,14 +557,20 @@ __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K)
     end[k] = last_in_group ? g.len[k] : mp[tile + 1].s[k];
   }
   clamp_pieces(g.len, start, end, d1 - d0);
-  const index_t group_begin = group * Ways * shape.width;
+  const index_t group_begin = static_cast<index_t>(group) * Ways * shape.width;
+  index_t at[Ways];
+  int piece[Ways];
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    at[k] = group_begin + k * shape.width + start[k];
+    piece[k] = static_cast<int>(end[k] - start[k]);
+  }
   const int count = static_cast<int>(d1 - d0);
+  const tile_output<K, V> out = {buf.keys(1 - src) + group_begin + d0, buf.vals(1 - src) + group_begin + d0};
   if (count == Box::nv) {
-    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, g, group_begin, start, end, group_begin + d0, count, smem,
-                                                 comp);
+    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, at, piece, out, count, smem, comp);
   } else {
-    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, g, group_begin, start, end, group_begin + d0, count,
-                                                  smem, comp);
+    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, at, piece, out, count, smem, comp);
   }
 }
 
@@ -439,10 +578,11 @@ __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K)
 // 4. Back to the caller's buffers when the passes left the data in scratch.
 template <class K, class V, bool WithValues>
 __global__ void __launch_bounds__(256)
-    copy_back_kernel(sort_buffers<K, V> buf, index_t n, int passes, int first_buffer, sort_flags flags) {
+    copy_back_kernel(sort_buffers<K, V> buf, index_t n, int passes, int first_buffer, index_t bs_nv,
+                     sort_flags flags) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  if (buffer_before_pass(flags, passes, first_buffer) == 0) return;
+  if (buffer_before_pass(flags, passes, first_buffer, bs_nv) == 0) return;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<index_t>(gridDim.x) * blockDim.x) {
     buf.keys(0)[i] = buf.keys(1)[i];
@@ -488,19 +628,19 @@ struct merge_sort_table {
 // How the passes go for n keys after a block sort of tiles of `first_width`:
 // 2-way passes, or with max_ways = 4, one 2-way pass when the number of
 // levels is odd, then 4-way passes.
-inline std::vector<pass_shape> plan_passes(index_t n, index_t first_width, index_t nv, int max_ways) {
+// The grids are sized for a first width of bs_nv, the most tiles a pass can
+// have: with runs of W >= bs_nv a pass has fewer groups, and a pass's tiles
+// number at most n / nv plus one a group.
+inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, int max_ways, int first_buffer) {
   int levels = 0;
-  for (index_t w = first_width; w < n; w *= 2) ++levels;
-  std::vector<pass_shape> passes;
-  index_t width = first_width;
+  for (index_t w = bs_nv; w < n; w *= 2) ++levels;
+  std::vector<pass_plan> passes;
+  index_t width = bs_nv;
   for (int left = levels; left > 0;) {
     const int ways = max_ways == 2 || left % 2 == 1 ? 2 : 4;
-    const index_t group = width * ways;
-    const index_t groups = (n + group - 1) / group;
-    const index_t tiles_per_group = (group + nv - 1) / nv;
-    const index_t last = n - (groups - 1) * group;
-    passes.push_back({width, tiles_per_group, ways, (groups - 1) * tiles_per_group + (last + nv - 1) / nv});
-    width = group;
+    const index_t groups = (n + width * ways - 1) / (width * ways);
+    passes.push_back({width / bs_nv, ways, bs_nv, first_buffer, (n + nv - 1) / nv + groups});
+    width *= ways;
     left -= ways == 2 ? 1 : 2;
   }
   return passes;
@@ -518,18 +658,18 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   static_assert((BsBox::nt & (BsBox::nt - 1)) == 0,
                 "libmerge::merge_sort: the block-sort launch box needs a power-of-two nt (cub::BlockMergeSort)");
   const index_t block_tiles = (n + BsBox::nv - 1) / BsBox::nv;
-  const std::vector<pass_shape> passes = plan_passes(n, BsBox::nv, Box::nv, MaxWays);
-  const int num_passes = static_cast<int>(passes.size());
+  // An even number of passes ends where the block sort writes: so the block
+  // sort writes the caller's buffer for an even count, scratch for an odd one,
+  // and a sort whose every pass has work needs no copy back.
+  const int num_passes = static_cast<int>(plan_passes(n, BsBox::nv, Box::nv, MaxWays, 0).size());
+  const int first_buffer = num_passes % 2;
+  const std::vector<pass_plan> passes = plan_passes(n, BsBox::nv, Box::nv, MaxWays, first_buffer);
   index_t max_tiles = 0;
-  for (const auto& p : passes) max_tiles = std::max(max_tiles, p.num_tiles);
+  for (const auto& p : passes) max_tiles = std::max(max_tiles, p.launch_tiles);
   if (block_tiles > 0x7fffffff || max_tiles > 0x7fffffff / 32) {
     throw std::invalid_argument(std::string("libmerge::") + algorithm +
                                 ": input too large for one grid with this launch box");
   }
-  // An even number of passes ends where the block sort writes: so the block
-  // sort writes the caller's buffer for an even count, scratch for an odd one,
-  // and a sort whose every pass has work needs no copy back.
-  const int first_buffer = num_passes % 2;
 
   using types = block_sort_types<BsBox, K, V, WithValues, Indices>;
   using layout = merge_layout<K, V, WithValues, Box::nv>;
@@ -550,44 +690,45 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   const cudaStream_t stream = policy.stream();
   const std::size_t scratch_keys = num_passes > 0 ? bytes_of<K>(n) : 0;
   const std::size_t scratch_vals = num_passes > 0 && WithValues ? bytes_of<V>(n) : 0;
-  const std::size_t flag_bytes = align_up(sizeof(int) * sort_flags::count(num_passes), 256);
+  const std::size_t flag_bytes = align_up(sort_flags::bytes(num_passes), 256);
   const std::size_t split_bytes = sizeof(run_split<4>) * static_cast<std::size_t>(max_tiles + 1);
   const std::size_t temp_bytes = scratch_keys + scratch_vals + flag_bytes + split_bytes;
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
   unsigned char* t = temp.template as<unsigned char>();
   const sort_buffers<K, V> buf{keys, reinterpret_cast<K*>(t), vals, reinterpret_cast<V*>(t + scratch_keys)};
-  sort_flags flags{reinterpret_cast<int*>(t + scratch_keys + scratch_vals)};
+  unsigned char* flag_memory = t + scratch_keys + scratch_vals;
+  const sort_flags flags = sort_flags::at(flag_memory, num_passes);
   void* splits = t + scratch_keys + scratch_vals + flag_bytes;
 
-  check_cuda(cudaMemsetAsync(flags.f, 0, sizeof(int) * sort_flags::count(num_passes), stream), algorithm,
-             "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(flag_memory, 0, sort_flags::bytes(num_passes), stream), algorithm, "cudaMemsetAsync");
   constexpr int check_nt = 256;
   const index_t check_blocks = std::min<index_t>((n + check_nt * 8 - 1) / (check_nt * 8), 4 * dev.sms);
   launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
-         "sortedness_kernel", static_cast<const K*>(keys), n, flags, comp);
+         "sortedness_kernel", static_cast<const K*>(keys), n, static_cast<index_t>(BsBox::nv), flags, comp);
   launch(bs_kernel, block_tiles, BsBox::nt, bs_smem, stream, true, dev, algorithm, "block_sort_kernel", buf, vals_in,
          n, first_buffer, flags, comp);
   const sort_buffers<K, char> key_buf{buf.keys0, buf.keys1, nullptr, nullptr};
   for (int p = 0; p < num_passes; ++p) {
-    const pass_shape& s = passes[p];
-    const index_t part_blocks = (s.num_tiles + 127) / 128;
+    const pass_plan& s = passes[p];
+    const index_t part_blocks = (s.launch_tiles + 127) / 128;
     if (s.ways == 2) {
       auto* mp = static_cast<run_split<2>*>(splits);
       launch(pass_partition_kernel<2, K, Comp>, part_blocks, 128, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), first_buffer, p, flags, mp, comp);
-      launch(pass2, s.num_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, s, p,
+             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, mp, comp);
+      launch(pass2, s.launch_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, p,
              flags, static_cast<const run_split<2>*>(mp), comp);
     } else if constexpr (MaxWays == 4) {
       auto* mp = static_cast<run_split<4>*>(splits);
       launch(pass_partition_kernel<4, K, Comp>, part_blocks, 128, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), first_buffer, p, flags, mp, comp);
-      launch(pass4, s.num_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, s, p,
+             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, mp, comp);
+      launch(pass4, s.launch_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, p,
              flags, static_cast<const run_split<4>*>(mp), comp);
     }
   }
   if (num_passes > 0) {
     launch(copy_back_kernel<K, V, WithValues>, std::min<index_t>((n + 255) / 256, 8 * dev.sms), 256, 0, stream,
-           true, dev, algorithm, "copy_back_kernel", buf, n, num_passes, first_buffer, flags);
+           true, dev, algorithm, "copy_back_kernel", buf, n, num_passes, first_buffer, static_cast<index_t>(BsBox::nv),
+           flags);
   }
   if (policy.synchronizes()) {
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
@@ -598,7 +739,10 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
                     tuned, block_tiles, temp_bytes, bs_smem);
   if (num_passes > 0) {
     std::fprintf(stderr, "libmerge::%s: %d merge passes:", algorithm, num_passes);
-    for (const auto& s : passes) std::fprintf(stderr, " %d-way of width %lld,", s.ways, static_cast<long long>(s.width));
+    for (const auto& s : passes) {
+      std::fprintf(stderr, " %d-way of width %lld,", s.ways, static_cast<long long>(s.scale * BsBox::nv));
+    }
+    std::fprintf(stderr, " (widths from the block-sort tile; sorted runs of more start the passes at their width)");
     std::fprintf(stderr, "\n");
     print_plan<Box>(dev, algorithm, "merge passes", kernel_arch(reinterpret_cast<const void*>(pass4), dev, algorithm),
                     tuned, max_tiles, temp_bytes, layout::bytes);

@@ -243,6 +243,45 @@ BOOST_AUTO_TEST_CASE(sort_aligned_sorted_runs) {
   }
 }
 
+// Sorted runs of any width W of at least a block-sort tile: the block sort is
+// skipped and the passes start at W, whether or not W lines up with the tiles
+// (here it never does). Also: a run boundary that is not a descent (runs of
+// 2W in truth), equal keys across boundaries (stability), runs as long as the
+// input but one element, and a last run cut short.
+BOOST_AUTO_TEST_CASE(sort_runs_of_any_width) {
+  using box = lm::launch_box<64, 3>;
+  const long long t = 64 * 3;
+  const auto [tuned_t, tuned_nv] = tuned_tiles<std::int32_t>();
+  (void)tuned_nv;
+  for (long long run : {t, t + 1, 3 * t + 7, 1000LL, 4099LL, tuned_t + 5, 3 * tuned_t - 1}) {
+    for (long long n : {2 * run, 7 * run + 3, 40 * run + run / 2}) {
+      if (quick() && n > 20 * run) continue;
+      std::vector<std::int32_t> v(n);
+      std::mt19937_64 rng(run * 31 + n);
+      for (auto& x : v) x = static_cast<std::int32_t>(rng() % 50) - 25;  // many equal keys across runs
+      for (long long i = 0; i < n; i += run) std::sort(v.begin() + i, v.begin() + std::min(n, i + run));
+      if (n > 4 * run) {  // runs 2 and 3 joined: that boundary is no descent
+        std::sort(v.begin() + 2 * run, v.begin() + 4 * run);
+      }
+      std::ostringstream os;
+      os << "runs of " << run << " n=" << n;
+      check_sorts(lm::cuda::par.with(box{}), v, lm::less<>(), os.str() + " box 64x3");
+      check_sorts(lm::cuda::par.with(lm::launch_boxes<box, box, 4>{}), v, lm::less<>(), os.str() + " 4-way");
+      check_sorts(lm::cuda::par, v, lm::less<>(), os.str() + " tuned");
+    }
+  }
+  // Sorted but for the last element: runs of n - 1 and 1.
+  for (long long n : {t + 2, 5 * t, 100000LL}) {
+    std::vector<std::int32_t> v(n);
+    std::iota(v.begin(), v.end(), 0);
+    v.back() = static_cast<std::int32_t>(n / 2);
+    std::ostringstream os;
+    os << "sorted but the last of n=" << n;
+    check_sorts(lm::cuda::par.with(box{}), v, lm::less<>(), os.str() + " box 64x3");
+    check_sorts(lm::cuda::par, v, lm::less<>(), os.str() + " tuned");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(sort_wide_structs) {
   for (long long n : {1000LL, quick() ? 20000LL : 250001LL}) {
     for (distribution d : every_distribution) {
