@@ -11,8 +11,8 @@
 // allocated outside the timing for every implementation. lm's output is
 // checked once against CUB's (both sorts are stable, so they must be equal).
 // --tune times several launch boxes of lm against CUB at 2^24 and 2^28,
-// --tune-small smaller boxes at 2^16 to 2^22, --tune-wide boxes for 16-byte
-// keys at 2^24 and 2^28; --profile runs one sort
+// --tune-small smaller boxes at 2^16 to 2^22, --tune-wide 256-thread boxes
+// for 16- and 8-byte keys and pairs at 2^24 and 2^28; --profile runs one sort
 // of 2^28 int32 keys of each implementation, for ncu (--profile-log2 K: 2^K).
 #include <algorithm>
 #include <cstdint>
@@ -440,7 +440,15 @@ int main(int argc, char** argv) {
         r.tune(launch_boxes<launch_box<512, 3>, launch_box<512, 3>>{}, launch_boxes<launch_box<512, 5>, launch_box<512, 5>>{},
                launch_boxes<launch_box<256, 5>, launch_box<256, 5>>{}, launch_boxes<launch_box<256, 7>, launch_box<256, 7>>{},
                launch_boxes<launch_box<512, 5>, launch_box<512, 3>>{}, launch_boxes<launch_box<256, 7>, launch_box<512, 5>>{},
-               launch_boxes<launch_box<256, 9>, launch_box<256, 5>>{}, launch_boxes<launch_box<512, 4>, launch_box<512, 3>>{});
+               launch_boxes<launch_box<256, 9>, launch_box<256, 5>>{}, launch_boxes<launch_box<512, 4>, launch_box<512, 3>>{},
+               launch_boxes<launch_box<256, 11>, launch_box<256, 5>>{}, launch_boxes<launch_box<256, 9>, launch_box<256, 7>>{});
+        sort_case<std::int64_t, void, int_less> w(ctx, "int64", shape::random, n, int_less{}, make_keys<std::int64_t>(n, shape::random, 3));
+        w.tune(launch_boxes<launch_box<256, 11>, launch_box<256, 11>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 11>>{},
+               launch_boxes<launch_box<256, 15>, launch_box<256, 11>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 9>>{},
+               launch_boxes<launch_box<256, 19>, launch_box<256, 11>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 13>>{});
+        sort_case<std::int32_t, std::int32_t, int_less> p(ctx, "int32/int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 2));
+        p.tune(launch_boxes<launch_box<256, 17>, launch_box<256, 9>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 11>>{},
+               launch_boxes<launch_box<256, 13>, launch_box<256, 9>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 7>>{});
         continue;
       }
       if (opt.tune_small) {

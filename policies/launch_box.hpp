@@ -77,9 +77,12 @@ inline constexpr merge_line merge[] = {
 // merge_sort: a block-sort stage (cub::BlockMergeSort over tiles of
 // bs_nt * bs_vt keys; bs_nt a power of two) and merge passes (tiles of
 // nt * vt outputs, `ways` sorted runs merged per pass: 2, or 4 with one 2-way
-// pass where the level count is odd). Values per thread again count 4-byte keys (vt_keys) or pairs of
-// 4-byte keys and values (vt_pairs) and scale with scale_vt. sm_90 was tuned
-// on an H100 (docs/cuda-merge-sort.md); the other lines are untuned copies.
+// pass where the level count is odd). Values per thread count 4-byte keys
+// (vt_keys) or pairs of 4-byte keys and values (vt_pairs) and scale with
+// scale_vt. Keys of 8 bytes or more (no values) have boxes of their own:
+// wide_nt threads in both stages, per thread bs_vt_wide and vt_wide 8-byte
+// keys, scaled for larger ones. sm_90 was tuned on an H100
+// (docs/cuda-merge-sort.md); the other lines are untuned copies.
 struct merge_sort_line {
   int arch;
   int bs_nt_keys;
@@ -90,17 +93,22 @@ struct merge_sort_line {
   int vt_keys;
   int vt_pairs;
   int ways;
+  int wide_nt;
+  int bs_vt_wide;
+  int vt_wide;
 };
 
 // sm_90, measured on an H100 at 2^24 and 2^28 (docs/cuda-merge-sort.md):
 // keys 512x15 / 512x15 and pairs 256x17 / 512x9 were the best of the boxes
 // tried; 4-way passes were slower than 2-way ones (16.7 against 15.3 ms for
-// 2^28 int32 keys).
+// 2^28 int32 keys). Wide keys: 256x19 / 256x11 for int64 (1.17x CUB at 2^28,
+// against 1.05x with the 4-byte line scaled to 512x7), which scales to
+// 256x9 / 256x5 for 16-byte keys (1.45x, against 1.14x at 512x3).
 inline constexpr merge_sort_line merge_sort[] = {
-    {100, 512, 15, 256, 17, 512, 15, 9, 2},  // untuned
-    {90, 512, 15, 256, 17, 512, 15, 9, 2},
-    {80, 512, 15, 256, 17, 512, 15, 9, 2},   // untuned
-    {0, 256, 11, 256, 11, 256, 11, 7, 2},    // untuned
+    {100, 512, 15, 256, 17, 512, 15, 9, 2, 256, 19, 11},  // untuned
+    {90, 512, 15, 256, 17, 512, 15, 9, 2, 256, 19, 11},
+    {80, 512, 15, 256, 17, 512, 15, 9, 2, 256, 19, 11},   // untuned
+    {0, 256, 11, 256, 11, 256, 11, 7, 2, 256, 11, 7},     // untuned
 };
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and

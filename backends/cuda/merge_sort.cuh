@@ -397,12 +397,13 @@ __global__ void __launch_bounds__(128)
 // threads per multiprocessor (the passes are bound by loads in flight), but
 // the two merge levels of a 4-way pass need more registers than the merge
 // kernel's 32, which spill: 2-way passes ask for three quarters of a full SM
-// (about 40 registers), 4-way passes for at least 1024 threads (64).
-// Large elements get no limit.
+// (about 40 registers), 4-way passes and 16-byte elements (whose keys take
+// four registers each: 256x5 spilled at 40) for at least 1024 threads (64).
+// Larger elements get no limit.
 template <class Box, int Ways, std::size_t ElementBytes>
 inline constexpr int pass_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
-  const int ctas = (Ways == 2 ? sm_max_threads * 3 / 4 : 1024) / Box::nt;
+  const int ctas = (Ways == 2 && ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024) / Box::nt;
   const int cap = sm_max_threads == 2048 ? 32 : 16;  // CTAs an SM holds
   return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
 }();
@@ -601,10 +602,15 @@ struct merge_sort_table {
   static constexpr bool pairs = !std::is_void_v<V>;
   static constexpr std::size_t element_bytes = sizeof(K) + (pairs ? sizeof(std::conditional_t<pairs, V, char>) : 0);
 
+  // Keys of 8 bytes or more, without values: the line's wide boxes.
+  static constexpr bool wide = !pairs && sizeof(K) >= 8;
+
   static constexpr int bs_vt(const tuning::merge_sort_line& l) {
+    if (wide) return tuning::scale_vt(l.bs_vt_wide, 8, sizeof(K));
     return pairs ? tuning::scale_vt(l.bs_vt_pairs, 8, element_bytes) : tuning::scale_vt(l.bs_vt_keys, 4, sizeof(K));
   }
   static constexpr int vt(const tuning::merge_sort_line& l) {
+    if (wide) return tuning::scale_vt(l.vt_wide, 8, sizeof(K));
     return pairs ? tuning::scale_vt(l.vt_pairs, 8, element_bytes) : tuning::scale_vt(l.vt_keys, 4, sizeof(K));
   }
   static constexpr int shrink(int nt, int vt, std::size_t bytes_per_element, bool power_of_two) {
@@ -619,9 +625,10 @@ struct merge_sort_table {
     constexpr int bs_vt_ = bs_vt(l), vt_ = vt(l);
     constexpr std::size_t bs_bytes = sizeof(K) > element_bytes - sizeof(K) ? sizeof(K) : element_bytes - sizeof(K);
     constexpr std::size_t pass_bytes = element_bytes + (pairs ? sizeof(tile_offset) : 0);
-    constexpr int bs_nt = pairs ? l.bs_nt_pairs : l.bs_nt_keys;
+    constexpr int bs_nt = wide ? l.wide_nt : (pairs ? l.bs_nt_pairs : l.bs_nt_keys);
+    constexpr int nt = wide ? l.wide_nt : l.nt;
     return std::tuple<launch_box<shrink(bs_nt, bs_vt_, bs_bytes, true), bs_vt_>,
-                      launch_box<shrink(l.nt, vt_, pass_bytes, false), vt_>, std::integral_constant<int, l.ways>>{};
+                      launch_box<shrink(nt, vt_, pass_bytes, false), vt_>, std::integral_constant<int, l.ways>>{};
   }
 };
 
