@@ -98,17 +98,20 @@ struct merge_sort_line {
   int vt_wide;
 };
 
-// sm_90, measured on an H100 at 2^24 and 2^28 (docs/cuda-merge-sort.md):
-// keys 512x15 / 512x15 and pairs 256x17 / 512x9 were the best of the boxes
-// tried; 4-way passes were slower than 2-way ones (16.7 against 15.3 ms for
-// 2^28 int32 keys). Wide keys: 256x19 / 256x11 for int64 (1.17x CUB at 2^28,
-// against 1.05x with the 4-byte line scaled to 512x7), which scales to
-// 256x9 / 256x5 for 16-byte keys (1.45x, against 1.14x at 512x3).
+// sm_90, measured on an H100 at 2^16 to 2^28 (docs/cuda-merge-sort.md):
+// block-sort tiles past 16384 keys (512x33 for keys, 1024x17 for pairs) make
+// 14 passes at 2^28 instead of 16, and 256-thread passes after them were the
+// best of the boxes tried (int32 keys 13.75 ms against 15.60 ms at
+// 512x15 / 512x15; pairs 28.07 against 29.13 ms at 256x17 / 512x9); 4-way
+// passes were slower than 2-way ones. Wide keys: 256x19 / 256x11 for int64
+// (1.17x CUB at 2^28, against 1.05x with the 4-byte line scaled to 512x7),
+// which scales to 256x9 / 256x5 for 16-byte keys (1.45x, against 1.14x at
+// 512x3).
 inline constexpr merge_sort_line merge_sort[] = {
-    {100, 512, 15, 256, 17, 512, 15, 9, 2, 256, 19, 11},  // untuned
-    {90, 512, 15, 256, 17, 512, 15, 9, 2, 256, 19, 11},
-    {80, 512, 15, 256, 17, 512, 15, 9, 2, 256, 19, 11},   // untuned
-    {0, 256, 11, 256, 11, 256, 11, 7, 2, 256, 11, 7},     // untuned
+    {100, 512, 33, 1024, 17, 256, 17, 9, 2, 256, 19, 11},  // untuned
+    {90, 512, 33, 1024, 17, 256, 17, 9, 2, 256, 19, 11},
+    {80, 512, 33, 1024, 17, 256, 17, 9, 2, 256, 19, 11},   // untuned
+    {0, 256, 11, 256, 11, 256, 11, 7, 2, 256, 11, 7},      // untuned
 };
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and
