@@ -369,10 +369,39 @@ __device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
 // of a group's first tile also checks whether the group is in order already
 // (each run's first key not below the previous run's last), and thread 0
 // records which buffer the pass reads.
+// Samples for a 4-way pass's partition: for each group, the split of each
+// pair of runs (0 1 and 2 3) at every multiple of nv of the pair's merge,
+// samples[(group * 2 + pair) * stride + j] for rank j * nv (clamped to the
+// pair's size), stride = ceil(2 * width / nv) + 1. One thread a sample: a
+// plain merge-path search, as in a 2-way pass's partition.
+__device__ __forceinline__ index_t sample_stride(index_t width, index_t nv) { return (2 * width + nv - 1) / nv + 1; }
+
+template <class K, class Comp>
+__global__ void __launch_bounds__(128)
+    pair_sample_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass, sort_flags flags,
+                       index_t* samples, Comp comp) {
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  if (!flags.unsorted()) return;
+  const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+  const pass_shape shape = pass_shape_of(plan, flags, n, nv);
+  const index_t w = shape.width, stride = sample_stride(w, nv);
+  const index_t groups = (n + 4 * w - 1) / (4 * w);
+  const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= groups * 2 * stride) return;
+  const index_t pair = i / stride, j = i % stride;
+  const index_t begin = (pair / 2) * 4 * w + (pair % 2) * 2 * w;
+  auto len = [&](index_t at) { return n - at <= 0 ? index_t(0) : (n - at < w ? n - at : w); };
+  const index_t na = len(begin), nb = len(begin + w);
+  const index_t d = j * nv < na + nb ? j * nv : na + nb;
+  const K* keys = buf.keys(src) + (begin < n ? begin : 0);
+  samples[i] = merge_path<bounds::lower>(keys, na, keys + w, nb, d, comp);
+}
+
 template <int Ways, class K, class Comp>
 __global__ void __launch_bounds__(128)
     pass_partition_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass,
-                          sort_flags flags, run_split<Ways>* mp, Comp comp) {
+                          sort_flags flags, run_split<Ways>* mp, const index_t* samples, Comp comp) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
@@ -397,6 +426,16 @@ __global__ void __launch_bounds__(128)
       if (g.len[k] > 0) in_order &= !comp(g.keys[k * shape.width], g.keys[k * shape.width - 1]);
     }
     if (!in_order) flags.has_work(pass) = 1;
+  }
+  if constexpr (Ways == 4) {
+    if (samples != nullptr) {
+      const index_t stride = sample_stride(shape.width, nv);
+      const half_samples hs{{samples + (static_cast<index_t>(group) * 2) * stride,
+                             samples + (static_cast<index_t>(group) * 2 + 1) * stride},
+                            nv};
+      mp[tile] = group_split(g, static_cast<index_t>(local) * nv, comp, &hs);
+      return;
+    }
   }
   mp[tile] = group_split(g, static_cast<index_t>(local) * nv, comp);
 }
@@ -707,14 +746,21 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   const std::size_t scratch_keys = num_passes > 0 ? bytes_of<K>(n) : 0;
   const std::size_t scratch_vals = num_passes > 0 && WithValues ? bytes_of<V>(n) : 0;
   const std::size_t flag_bytes = align_up(sort_flags::bytes(num_passes), 256);
-  const std::size_t split_bytes = sizeof(run_split<4>) * static_cast<std::size_t>(max_tiles + 1);
-  const std::size_t temp_bytes = scratch_keys + scratch_vals + flag_bytes + split_bytes;
+  const std::size_t split_bytes = align_up(sizeof(run_split<4>) * static_cast<std::size_t>(max_tiles + 1), 256);
+  // 4-way passes: the pair samples, groups * 2 * (ceil(2w / nv) + 1) of them
+  // for runs of w, which is at most 5 n / nv + n / bs_nv + 4 for any w from a
+  // block-sort tile up.
+  const index_t max_samples =
+      MaxWays == 4 ? 5 * ((n + Box::nv - 1) / Box::nv) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
+  const std::size_t sample_bytes = sizeof(index_t) * static_cast<std::size_t>(max_samples);
+  const std::size_t temp_bytes = scratch_keys + scratch_vals + flag_bytes + split_bytes + sample_bytes;
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
   unsigned char* t = temp.template as<unsigned char>();
   const sort_buffers<K, V> buf{keys, reinterpret_cast<K*>(t), vals, reinterpret_cast<V*>(t + scratch_keys)};
   unsigned char* flag_memory = t + scratch_keys + scratch_vals;
   const sort_flags flags = sort_flags::at(flag_memory, num_passes);
   void* splits = t + scratch_keys + scratch_vals + flag_bytes;
+  auto* samples = reinterpret_cast<index_t*>(t + scratch_keys + scratch_vals + flag_bytes + split_bytes);
 
   check_cuda(cudaMemsetAsync(flag_memory, 0, sort_flags::bytes(num_passes), stream), algorithm, "cudaMemsetAsync");
   constexpr int check_nt = 256;
@@ -730,13 +776,17 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
     if (s.ways == 2) {
       auto* mp = static_cast<run_split<2>*>(splits);
       launch(pass_partition_kernel<2, K, Comp>, part_blocks, 128, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, mp, comp);
+             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, mp,
+             static_cast<const index_t*>(nullptr), comp);
       launch(pass2, s.launch_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, p,
              flags, static_cast<const run_split<2>*>(mp), comp);
     } else if constexpr (MaxWays == 4) {
       auto* mp = static_cast<run_split<4>*>(splits);
+      launch(pair_sample_kernel<K, Comp>, (max_samples + 127) / 128, 128, 0, stream, true, dev, algorithm,
+             "pair_sample_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, samples, comp);
       launch(pass_partition_kernel<4, K, Comp>, part_blocks, 128, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, mp, comp);
+             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, mp,
+             static_cast<const index_t*>(samples), comp);
       launch(pass4, s.launch_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, p,
              flags, static_cast<const run_split<4>*>(mp), comp);
     }

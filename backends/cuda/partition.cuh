@@ -215,15 +215,39 @@ __device__ __forceinline__ void inner_splits(const run_half<Ways, K>& h0, index_
   }
 }
 
+// The element of rank r - 1 of a half whose split at rank r is s: the later,
+// in the merge's order, of x[s - 1] and y[r - s - 1].
+template <class K, class Comp>
+__device__ __forceinline__ K last_before(const run_half<4, K>& h, index_t r, index_t s, Comp& comp) {
+  const index_t t = r - s;
+  if (s == 0) return h.y[t - 1];
+  if (t == 0) return h.x[s - 1];
+  return a_goes_first<bounds::lower>(h.x[s - 1], h.y[t - 1], comp) ? h.y[t - 1] : h.x[s - 1];
+}
+
+// Samples of both halves' inner splits at every multiple of nv (rank j * nv
+// of half h splits at samples[h][j]; pair_sample_kernel writes them). A
+// 4-way tile starts at a multiple of nv, so probes of the outer search at
+// multiples of nv need only samples: a first search over those finds the nv
+// ranks the split lies in, and brackets every inner search after it to one
+// tile's worth of each run, which stays in L2.
+struct half_samples {
+  const index_t* s[2];
+  index_t nv;
+};
+
 // The split of a group's merge at diagonal d: a merge-path search over the
 // two halves whose probes are the halves' elements of ranks c and d - 1 - c,
 // each found by an inner search bracketed by the probes before it (so the
 // inner searches shrink with the outer one: about log2(w)^2 / 2 loads for
-// runs of w, instead of log2(w)^2).
+// runs of w, instead of log2(w)^2). With samples (4 ways, d a multiple of
+// samples->nv), the search starts inside one sample interval.
 template <int Ways, class K, class Comp>
-__device__ run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, Comp& comp) {
+__device__ run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, Comp& comp,
+                                       const half_samples* samples = nullptr) {
   run_split<Ways> r;
   if constexpr (Ways == 2) {
+    (void)samples;
     const index_t a = merge_path<bounds::lower>(g.keys, g.len[0], g.keys + g.width, g.len[1], d, comp);
     r.s[0] = a;
     r.s[1] = d - a;
@@ -234,6 +258,36 @@ __device__ run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, C
     index_t lo = d > n1 ? d - n1 : 0;
     index_t hi = d < n0 ? d : n0;
     known_split k0_lo{0, 0}, k0_hi{n0, h0.nx}, k1_lo{0, 0}, k1_hi{n1, h1.nx};
+    if (samples != nullptr && lo < hi) {
+      // Outer probes at m = j * nv: half 0's element of rank m follows its
+      // sample j; half 1's of rank d - 1 - m precedes its sample L - j.
+      const index_t nv = samples->nv, L = d / nv;
+      const index_t* s0 = samples->s[0];
+      const index_t* s1 = samples->s[1];
+      index_t a = (lo + nv - 1) / nv, b = (hi - 1) / nv + 1;  // j with lo <= j * nv < hi
+      const index_t first = a, last = b;
+      while (a < b) {
+        const index_t j = a + (b - a) / 2;
+        const index_t m = j * nv;
+        if (a_goes_first<bounds::lower>(h0.at(m, s0[j], comp), last_before(h1, (L - j) * nv, s1[L - j], comp),
+                                        comp)) {
+          a = j + 1;
+        } else {
+          b = j;
+        }
+      }
+      if (a > first) {  // the split is past (a - 1) * nv
+        const index_t j = a - 1;
+        lo = j * nv + 1;
+        k0_lo = {j * nv, s0[j]};
+        k1_hi = {(L - j) * nv, s1[L - j]};
+      }
+      if (a < last) {  // and not past a * nv
+        hi = a * nv;
+        k0_hi = {a * nv, s0[a]};
+        k1_lo = {(L - a) * nv, s1[L - a]};
+      }
+    }
     while (lo < hi) {
       const index_t mid = lo + (hi - lo) / 2;
       const index_t e = d - 1 - mid;
