@@ -77,7 +77,9 @@ inline constexpr merge_line merge[] = {
 // merge_sort: a block-sort stage (cub::BlockMergeSort over tiles of
 // bs_nt * bs_vt keys; bs_nt a power of two) and merge passes (tiles of
 // nt * vt outputs, `ways` sorted runs merged per pass: 2, or 4 with one 2-way
-// pass where the level count is odd). Values per thread count 4-byte keys
+// pass where the level count is odd, for inputs of 2^four_way_log2 keys or
+// more, 2^four_way_log2_pairs with values; keys of 8 bytes or more always
+// take 2). Values per thread count 4-byte keys
 // (vt_keys) or pairs of 4-byte keys and values (vt_pairs) and scale with
 // scale_vt. Keys of 8 bytes or more (no values) have boxes of their own:
 // wide_nt threads in both stages, per thread bs_vt_wide and vt_wide 8-byte
@@ -93,6 +95,8 @@ struct merge_sort_line {
   int vt_keys;
   int vt_pairs;
   int ways;
+  int four_way_log2;
+  int four_way_log2_pairs;
   int wide_nt;
   int bs_vt_wide;
   int vt_wide;
@@ -103,15 +107,17 @@ struct merge_sort_line {
 // 14 passes at 2^28 instead of 16, and 256-thread passes after them were the
 // best of the boxes tried (int32 keys 13.75 ms against 15.60 ms at
 // 512x15 / 512x15; pairs 28.07 against 29.13 ms at 256x17 / 512x9); 4-way
-// passes were slower than 2-way ones. Wide keys: 256x19 / 256x11 for int64
+// passes (7 at 2^28) from 2^26 keys on, from 2^24 pairs on: 12.96 and
+// 25.08 ms at 2^28; 2-way passes win below (keys at 2^25: 1.60 against
+// 1.70 ms; pairs at 2^24: 1.49 against 1.55 ms the other way). Wide keys: 256x19 / 256x11 for int64
 // (1.17x CUB at 2^28, against 1.05x with the 4-byte line scaled to 512x7),
 // which scales to 256x9 / 256x5 for 16-byte keys (1.45x, against 1.14x at
 // 512x3).
 inline constexpr merge_sort_line merge_sort[] = {
-    {100, 512, 33, 1024, 17, 256, 17, 9, 2, 256, 19, 11},  // untuned
-    {90, 512, 33, 1024, 17, 256, 17, 9, 2, 256, 19, 11},
-    {80, 512, 33, 1024, 17, 256, 17, 9, 2, 256, 19, 11},   // untuned
-    {0, 256, 11, 256, 11, 256, 11, 7, 2, 256, 11, 7},      // untuned
+    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11},  // untuned
+    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11},
+    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11},   // untuned
+    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7},        // untuned
 };
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and

@@ -676,7 +676,8 @@ struct merge_sort_table {
     constexpr int bs_nt = wide ? l.wide_nt : (pairs ? l.bs_nt_pairs : l.bs_nt_keys);
     constexpr int nt = wide ? l.wide_nt : l.nt;
     return std::tuple<launch_box<shrink(bs_nt, bs_vt_, bs_bytes, true), bs_vt_>,
-                      launch_box<shrink(nt, vt_, pass_bytes, false), vt_>, std::integral_constant<int, l.ways>>{};
+                      launch_box<shrink(nt, vt_, pass_bytes, false), vt_>, std::integral_constant<int, wide ? 2 : l.ways>,
+                      std::integral_constant<int, pairs ? l.four_way_log2_pairs : l.four_way_log2>>{};
   }
 };
 
@@ -706,19 +707,21 @@ std::size_t bytes_of(index_t n) {
   return align_up(sizeof(T) * static_cast<std::size_t>(n), 256);
 }
 
-template <class BsBox, class Box, int MaxWays, class Policy, class K, class V, bool WithValues, bool Indices,
-          class ValsIn, class Comp>
+// MaxWays = 4: 4-way passes for n >= 2^FourWayLog2 (2-way ones below).
+template <class BsBox, class Box, int MaxWays, int FourWayLog2, class Policy, class K, class V, bool WithValues,
+          bool Indices, class ValsIn, class Comp>
 void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
                        Comp comp, const char* algorithm) {
+  const int max_ways = MaxWays == 4 && n >= (index_t(1) << FourWayLog2) ? 4 : 2;
   static_assert((BsBox::nt & (BsBox::nt - 1)) == 0,
                 "libmerge::merge_sort: the block-sort launch box needs a power-of-two nt (cub::BlockMergeSort)");
   const index_t block_tiles = (n + BsBox::nv - 1) / BsBox::nv;
   // An even number of passes ends where the block sort writes: so the block
   // sort writes the caller's buffer for an even count, scratch for an odd one,
   // and a sort whose every pass has work needs no copy back.
-  const int num_passes = static_cast<int>(plan_passes(n, BsBox::nv, Box::nv, MaxWays, 0).size());
+  const int num_passes = static_cast<int>(plan_passes(n, BsBox::nv, Box::nv, max_ways, 0).size());
   const int first_buffer = num_passes % 2;
-  const std::vector<pass_plan> passes = plan_passes(n, BsBox::nv, Box::nv, MaxWays, first_buffer);
+  const std::vector<pass_plan> passes = plan_passes(n, BsBox::nv, Box::nv, max_ways, first_buffer);
   index_t max_tiles = 0;
   for (const auto& p : passes) max_tiles = std::max(max_tiles, p.launch_tiles);
   if (block_tiles > 0x7fffffff || max_tiles > 0x7fffffff / 32) {
@@ -751,7 +754,7 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   // for runs of w, which is at most 5 n / nv + n / bs_nv + 4 for any w from a
   // block-sort tile up.
   const index_t max_samples =
-      MaxWays == 4 ? 5 * ((n + Box::nv - 1) / Box::nv) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
+      max_ways == 4 ? 5 * ((n + Box::nv - 1) / Box::nv) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
   const std::size_t sample_bytes = sizeof(index_t) * static_cast<std::size_t>(max_samples);
   const std::size_t temp_bytes = scratch_keys + scratch_vals + flag_bytes + split_bytes + sample_bytes;
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
@@ -823,14 +826,15 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, F&& f) {
   if constexpr (std::is_same_v<Box, tuned_launch_box>) {
     using table = merge_sort_table<K, std::conditional_t<WithValues, V, void>>;
     with_tuned_boxes<table>(dev, algorithm,
-                            [](auto bs_box, auto, auto) {
+                            [](auto bs_box, auto...) {
                               return block_sort_kernel<decltype(bs_box), K, V, WithValues, Indices, ValsIn, Comp>;
                             },
                             f);
   } else if constexpr (std::is_same_v<Box, typename merge_box_of<Box>::type>) {
-    f(Box{}, Box{}, std::integral_constant<int, 2>{});
+    f(Box{}, Box{}, std::integral_constant<int, 2>{}, std::integral_constant<int, 0>{});
   } else {
-    f(typename Box::block_sort{}, typename Box::merge{}, std::integral_constant<int, Box::ways>{});
+    f(typename Box::block_sort{}, typename Box::merge{}, std::integral_constant<int, Box::ways>{},
+      std::integral_constant<int, 0>{});
   }
 }
 
@@ -868,8 +872,9 @@ void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, Va
     throw_element_too_large(algorithm, bytes);
   } else {
     with_sort_boxes<Policy, K, V, with_values, indices, ValsInD, Comp>(
-        dev, algorithm, [&](auto bs_box, auto box, auto ways) {
-          launch_merge_sort<decltype(bs_box), decltype(box), decltype(ways)::value, Policy, K, V, with_values,
+        dev, algorithm, [&](auto bs_box, auto box, auto ways, auto four_way_log2) {
+          launch_merge_sort<decltype(bs_box), decltype(box), decltype(ways)::value, decltype(four_way_log2)::value,
+                            Policy, K, V, with_values,
                             indices>(policy, dev, d_keys, n, d_vals_in, vals, comp, algorithm);
         });
   }
