@@ -76,15 +76,15 @@ inline constexpr merge_line merge[] = {
 
 // merge_sort: a block-sort stage (cub::BlockMergeSort over tiles of
 // bs_nt * bs_vt keys; bs_nt a power of two) and merge passes (tiles of
-// nt * vt outputs, `ways` sorted runs merged per pass: 2, or 4 with one 2-way
-// pass where the level count is odd, for inputs of 2^four_way_log2 keys or
-// more, 2^four_way_log2_pairs with values; keys of 8 bytes or more always
-// take 2). Values per thread count 4-byte keys
-// (vt_keys) or pairs of 4-byte keys and values (vt_pairs) and scale with
-// scale_vt. Keys of 8 bytes or more (no values) have boxes of their own:
-// wide_nt threads in both stages, per thread bs_vt_wide and vt_wide 8-byte
-// keys, scaled for larger ones. sm_90 was tuned on an H100
-// (docs/cuda-merge-sort.md); the other lines are untuned copies.
+// nt * vt outputs). `ways` sorted runs are merged per pass: 2, or 4 (with one
+// 2-way pass where the level count is odd) for inputs of 2^four_way_log2 keys
+// or more, 2^four_way_log2_pairs with values; keys of 8 bytes or more always
+// take 2. Values per thread count 4-byte keys (vt_keys) or pairs of 4-byte
+// keys and values (vt_pairs) and scale with scale_vt. Keys of 8 bytes or more
+// (no values) have boxes of their own: wide_nt threads in both stages, per
+// thread bs_vt_wide and vt_wide 8-byte keys, scaled for larger ones. sm_90 was
+// tuned on an H100 (docs/cuda-merge-sort.md); the other lines are untuned
+// copies.
 struct merge_sort_line {
   int arch;
   int bs_nt_keys;
@@ -104,15 +104,15 @@ struct merge_sort_line {
 
 // sm_90, measured on an H100 at 2^16 to 2^28 (docs/cuda-merge-sort.md):
 // block-sort tiles past 16384 keys (512x33 for keys, 1024x17 for pairs) make
-// 14 passes at 2^28 instead of 16, and 256-thread passes after them were the
+// 14 levels at 2^28 instead of 16, and 256-thread passes after them were the
 // best of the boxes tried (int32 keys 13.75 ms against 15.60 ms at
-// 512x15 / 512x15; pairs 28.07 against 29.13 ms at 256x17 / 512x9); 4-way
-// passes (7 at 2^28) from 2^26 keys on, from 2^24 pairs on: 12.96 and
-// 25.08 ms at 2^28; 2-way passes win below (keys at 2^25: 1.60 against
-// 1.70 ms; pairs at 2^24: 1.49 against 1.55 ms the other way). Wide keys: 256x19 / 256x11 for int64
-// (1.17x CUB at 2^28, against 1.05x with the 4-byte line scaled to 512x7),
-// which scales to 256x9 / 256x5 for 16-byte keys (1.45x, against 1.14x at
-// 512x3).
+// 512x15 / 512x15; pairs 28.07 against 29.13 ms at 256x17 / 512x9). 4-way
+// passes (7 at 2^28) from 2^26 keys and 2^24 pairs on: 12.96 and 25.08 ms at
+// 2^28; below, 2-way passes win (keys at 2^25: 1.60 against 1.70 ms), and
+// for pairs at 2^24 4-way ones already do (1.49 against 1.55 ms). Wide keys:
+// 256x19 / 256x11 for int64 (1.17x CUB at 2^28, against 1.05x with the
+// 4-byte line scaled to 512x7), which scales to 256x9 / 256x5 for 16-byte
+// keys (1.45x, against 1.14x at 512x3).
 inline constexpr merge_sort_line merge_sort[] = {
     {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11},  // untuned
     {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11},

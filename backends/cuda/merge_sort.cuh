@@ -386,16 +386,14 @@ __global__ void __launch_bounds__(128)
   const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
   const pass_shape shape = pass_shape_of(plan, flags, n, nv);
   const index_t w = shape.width, stride = sample_stride(w, nv);
-  const index_t groups = (n + 4 * w - 1) / (4 * w);
+  const index_t pairs = 2 * ((n + 4 * w - 1) / (4 * w));
   const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= groups * 2 * stride) return;
-  const index_t pair = i / stride, j = i % stride;
-  const index_t begin = (pair / 2) * 4 * w + (pair % 2) * 2 * w;
-  auto len = [&](index_t at) { return n - at <= 0 ? index_t(0) : (n - at < w ? n - at : w); };
-  const index_t na = len(begin), nb = len(begin + w);
-  const index_t d = j * nv < na + nb ? j * nv : na + nb;
-  const K* keys = buf.keys(src) + (begin < n ? begin : 0);
-  samples[i] = merge_path<bounds::lower>(keys, na, keys + w, nb, d, comp);
+  if (i >= pairs * stride) return;
+  // The pairs of a 4-way pass are the groups of a 2-way pass of the same width.
+  const index_t j = i % stride;
+  const run_group<2, K> g = group_at<2>(buf.keys(src), n, w, i / stride);
+  const index_t size = group_size(g);
+  samples[i] = group_split(g, j * nv < size ? j * nv : size, comp).s[0];
 }
 
 template <int Ways, class K, class Comp>
@@ -427,17 +425,13 @@ __global__ void __launch_bounds__(128)
     }
     if (!in_order) flags.has_work(pass) = 1;
   }
-  if constexpr (Ways == 4) {
-    if (samples != nullptr) {
-      const index_t stride = sample_stride(shape.width, nv);
-      const half_samples hs{{samples + (static_cast<index_t>(group) * 2) * stride,
-                             samples + (static_cast<index_t>(group) * 2 + 1) * stride},
-                            nv};
-      mp[tile] = group_split(g, static_cast<index_t>(local) * nv, comp, &hs);
-      return;
-    }
+  half_samples hs{{nullptr, nullptr}, nv};  // 4-way passes: the group's pair samples
+  if (samples != nullptr) {
+    const index_t stride = sample_stride(shape.width, nv);
+    hs.s[0] = samples + static_cast<index_t>(group) * 2 * stride;
+    hs.s[1] = hs.s[0] + stride;
   }
-  mp[tile] = group_split(g, static_cast<index_t>(local) * nv, comp);
+  mp[tile] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
 }
 
 // The registers a merge-pass thread may use: like the merge kernel, many
@@ -686,8 +680,11 @@ struct merge_sort_table {
 // levels is odd, then 4-way passes.
 // The grids are sized for a first width of bs_nv, the most tiles a pass can
 // have: with runs of W >= bs_nv a pass has fewer groups, and a pass's tiles
-// number at most n / nv plus one a group.
-inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, int max_ways, int first_buffer) {
+// number at most n / nv plus one a group. An even number of passes ends where
+// the block sort writes: so the block sort writes the caller's buffer for an
+// even count, scratch for an odd one (first_buffer), and a sort whose every
+// pass has work needs no copy back.
+inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, int max_ways) {
   int levels = 0;
   for (index_t w = bs_nv; w < n; w *= 2) ++levels;
   std::vector<pass_plan> passes;
@@ -695,10 +692,11 @@ inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, 
   for (int left = levels; left > 0;) {
     const int ways = max_ways == 2 || left % 2 == 1 ? 2 : 4;
     const index_t groups = (n + width * ways - 1) / (width * ways);
-    passes.push_back({width / bs_nv, ways, bs_nv, first_buffer, (n + nv - 1) / nv + groups});
+    passes.push_back({width / bs_nv, ways, bs_nv, 0, (n + nv - 1) / nv + groups});
     width *= ways;
     left -= ways == 2 ? 1 : 2;
   }
+  for (auto& p : passes) p.first_buffer = static_cast<int>(passes.size() % 2);
   return passes;
 }
 
@@ -716,12 +714,9 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   static_assert((BsBox::nt & (BsBox::nt - 1)) == 0,
                 "libmerge::merge_sort: the block-sort launch box needs a power-of-two nt (cub::BlockMergeSort)");
   const index_t block_tiles = (n + BsBox::nv - 1) / BsBox::nv;
-  // An even number of passes ends where the block sort writes: so the block
-  // sort writes the caller's buffer for an even count, scratch for an odd one,
-  // and a sort whose every pass has work needs no copy back.
-  const int num_passes = static_cast<int>(plan_passes(n, BsBox::nv, Box::nv, max_ways, 0).size());
-  const int first_buffer = num_passes % 2;
-  const std::vector<pass_plan> passes = plan_passes(n, BsBox::nv, Box::nv, max_ways, first_buffer);
+  const std::vector<pass_plan> passes = plan_passes(n, BsBox::nv, Box::nv, max_ways);
+  const int num_passes = static_cast<int>(passes.size());
+  const int first_buffer = num_passes % 2;  // where the block sort writes (plan_passes)
   index_t max_tiles = 0;
   for (const auto& p : passes) max_tiles = std::max(max_tiles, p.launch_tiles);
   if (block_tiles > 0x7fffffff || max_tiles > 0x7fffffff / 32) {
@@ -752,7 +747,7 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   const std::size_t split_bytes = align_up(sizeof(run_split<4>) * static_cast<std::size_t>(max_tiles + 1), 256);
   // 4-way passes: the pair samples, groups * 2 * (ceil(2w / nv) + 1) of them
   // for runs of w, which is at most 5 n / nv + n / bs_nv + 4 for any w from a
-  // block-sort tile up.
+  // block-sort tile up (+ 8: the rounding of both quotients).
   const index_t max_samples =
       max_ways == 4 ? 5 * ((n + Box::nv - 1) / Box::nv) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
   const std::size_t sample_bytes = sizeof(index_t) * static_cast<std::size_t>(max_samples);

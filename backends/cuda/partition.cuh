@@ -230,7 +230,8 @@ __device__ __forceinline__ K last_before(const run_half<4, K>& h, index_t r, ind
 // 4-way tile starts at a multiple of nv, so probes of the outer search at
 // multiples of nv need only samples: a first search over those finds the nv
 // ranks the split lies in, and brackets every inner search after it to one
-// tile's worth of each run, which stays in L2.
+// tile's worth of each run, which stays in L2. (Passed by value, s[0] null
+// for none: a pointer to it would put it in local memory.)
 struct half_samples {
   const index_t* s[2];
   index_t nv;
@@ -241,10 +242,10 @@ struct half_samples {
 // each found by an inner search bracketed by the probes before it (so the
 // inner searches shrink with the outer one: about log2(w)^2 / 2 loads for
 // runs of w, instead of log2(w)^2). With samples (4 ways, d a multiple of
-// samples->nv), the search starts inside one sample interval.
+// samples.nv), the search starts inside one sample interval.
 template <int Ways, class K, class Comp>
 __device__ run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, Comp& comp,
-                                       const half_samples* samples = nullptr) {
+                                       half_samples samples = {{nullptr, nullptr}, 1}) {
   run_split<Ways> r;
   if constexpr (Ways == 2) {
     (void)samples;
@@ -258,12 +259,12 @@ __device__ run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, C
     index_t lo = d > n1 ? d - n1 : 0;
     index_t hi = d < n0 ? d : n0;
     known_split k0_lo{0, 0}, k0_hi{n0, h0.nx}, k1_lo{0, 0}, k1_hi{n1, h1.nx};
-    if (samples != nullptr && lo < hi) {
+    if (samples.s[0] != nullptr && lo < hi) {
       // Outer probes at m = j * nv: half 0's element of rank m follows its
       // sample j; half 1's of rank d - 1 - m precedes its sample L - j.
-      const index_t nv = samples->nv, L = d / nv;
-      const index_t* s0 = samples->s[0];
-      const index_t* s1 = samples->s[1];
+      const index_t nv = samples.nv, L = d / nv;
+      const index_t* s0 = samples.s[0];
+      const index_t* s1 = samples.s[1];
       index_t a = (lo + nv - 1) / nv, b = (hi - 1) / nv + 1;  // j with lo <= j * nv < hi
       const index_t first = a, last = b;
       while (a < b) {
