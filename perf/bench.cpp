@@ -1,10 +1,11 @@
 // libmerge benchmark driver. Prints a table and writes JSON (perf/plot.py turns
 // it into PNG plots for docs/).
 //
-//   libmerge_bench [--cpu] [--gpu] [--tune] [--json FILE] [--runs R] [--quick]
+//   libmerge_bench [--cpu] [--gpu] [--tune] [--tune-small] [--json FILE] [--runs R] [--quick]
 //
 // --tune times libmerge with a range of launch boxes against CUB instead of the
-// tuned box against CUB and Thrust.
+// tuned box against CUB and Thrust (at 2^20, 2^24, 2^28); --tune-small does the
+// same with smaller tiles at 2^20 .. 2^23, where a launch is one partial wave.
 //
 // CPU rows: the serial backend against the standard library on 10^7 int32 keys.
 // GPU rows (built by nvcc, run on a GPU): lm::merge / lm::merge_by_key against
@@ -46,7 +47,7 @@ namespace lm = libmerge;
 namespace {
 
 struct options {
-  bool cpu = false, gpu = false, quick = false, tune = false, profile = false;
+  bool cpu = false, gpu = false, quick = false, tune = false, tune_small = false, profile = false;
   int runs = 0;  // 0: default per section
   std::string json = "libmerge_bench.json";
 };
@@ -424,15 +425,27 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
     cuda_check(cudaStreamSynchronize(s), "profile");
     return;
   }
-  std::vector<int> log2n = opt.quick ? std::vector<int>{20, 24} : std::vector<int>{20, 22, 24, 26, 28};
+  // Every power of two: the keys-only margin over CUB is thin and must hold
+  // at each size (2^22 is one partial wave of tiles).
+  std::vector<int> log2n = opt.quick ? std::vector<int>{20, 24} : std::vector<int>{20, 21, 22, 23, 24, 25, 26, 27, 28};
   if (opt.tune) log2n = {20, 24, 28};
+  if (opt.tune_small) log2n = {20, 21, 22, 23};
   for (int k : log2n) {
     const long long n = 1LL << k;
     std::fprintf(stderr, "gpu cases at 2^%d\n", k);
     merge_case<std::int32_t, void> keys(n, "int32", s, lm_temp, &thrust_temp, cub_buf, temp_bytes);
     merge_case<std::int32_t, std::int32_t> pairs(n, "int32/int32", s, lm_temp, &thrust_temp, cub_buf, temp_bytes);
     merge_case<std::int64_t, void> wide(n, "int64", s, lm_temp, &thrust_temp, cub_buf, temp_bytes);
-    if (opt.tune) {
+    if (opt.tune_small) {
+      // Smaller tiles give more CTAs where the tuned tile leaves SMs idle.
+      using lm::launch_box;
+      tune_case<std::int32_t, void, launch_box<128, 15>, launch_box<256, 11>, launch_box<256, 15>, launch_box<256, 19>,
+                launch_box<512, 7>, launch_box<512, 11>, launch_box<512, 15>, launch_box<512, 19>>(timer, keys);
+      tune_case<std::int32_t, std::int32_t, launch_box<256, 7>, launch_box<256, 9>, launch_box<512, 5>,
+                launch_box<512, 7>, launch_box<512, 9>>(timer, pairs);
+      tune_case<std::int64_t, void, launch_box<256, 7>, launch_box<256, 9>, launch_box<512, 5>, launch_box<512, 7>,
+                launch_box<512, 9>>(timer, wide);
+    } else if (opt.tune) {
       // The shapes around each tuned line (policies/launch_box.hpp).
       using lm::launch_box;
       tune_case<std::int32_t, void, launch_box<256, 23>, launch_box<384, 19>, launch_box<384, 23>, launch_box<512, 15>,
@@ -497,11 +510,12 @@ int main(int argc, char** argv) {
     else if (a == "--gpu") opt.gpu = true;
     else if (a == "--quick") opt.quick = true;
     else if (a == "--tune") opt.tune = opt.gpu = true;
+    else if (a == "--tune-small") opt.tune_small = opt.gpu = true;
     else if (a == "--profile") opt.profile = opt.gpu = true;
     else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
     else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: libmerge_bench [--cpu] [--gpu] [--tune] [--profile] [--json FILE] [--runs R] [--quick]\n");
+      std::fprintf(stderr, "usage: libmerge_bench [--cpu] [--gpu] [--tune] [--tune-small] [--profile] [--json FILE] [--runs R] [--quick]\n");
       return 2;
     }
   }

@@ -53,25 +53,33 @@ constexpr int scale_vt(int base_vt, std::size_t base_bytes, std::size_t element_
 // merge and merge_by_key: from `arch` (compute capability x 10) upward, until
 // the next line, nt threads per CTA and, per thread, vt_keys 4-byte keys
 // (merge) or vt_pairs pairs of 4-byte keys and values (merge_by_key), scaled by
-// scale_vt for other sizes. Newest architecture first: the backend takes the
-// first line whose arch is not above the architecture the kernels were
-// compiled for. sm_90 was tuned on an H100 and an H200 (the best shapes differ
-// a little between the two; this one beats CUB on both, docs/cuda-merge.md);
-// sm_80 and sm_100 start from the same shape until measured on their own
-// hardware.
+// scale_vt for other sizes. Merges of fewer than 2^small_log2 elements in all
+// take the smaller tiles small_nt x small_vt_keys / small_vt_pairs instead:
+// there the large tiles make one partial wave and leave SMs idle. Newest
+// architecture first: the backend takes the first line whose arch is not
+// above the architecture the kernels were compiled for. sm_90 was tuned on an
+// H100 and an H200 (the best shapes differ a little between the two; this one
+// beats CUB on both, docs/cuda-merge.md); its small tiles on an H100, where
+// 512x19 keys ran 0.95x CUB at 2^22 and 256x15 1.08x (pairs 256x7: 1.17x
+// against 1.16x, int64 256x7: 1.06x against 1.04x); sm_80 and sm_100 start
+// from the same shapes until measured on their own hardware.
 struct merge_line {
   int arch;
   int nt;
   int vt_keys;
   int vt_pairs;
+  int small_log2;
+  int small_nt;
+  int small_vt_keys;
+  int small_vt_pairs;
 };
 
 inline constexpr merge_line merge[] = {
-    {100, 512, 19, 9},
-    {90, 512, 19, 9},
-    {80, 512, 19, 9},
+    {100, 512, 19, 9, 24, 256, 15, 7},
+    {90, 512, 19, 9, 24, 256, 15, 7},
+    {80, 512, 19, 9, 24, 256, 15, 7},
     // Older GPUs (sm_75 and before): a smaller, conservative shape, untuned.
-    {0, 256, 15, 7},
+    {0, 256, 15, 7, 0, 256, 15, 7},
 };
 
 // merge_sort: a block-sort stage (cub::BlockMergeSort over tiles of

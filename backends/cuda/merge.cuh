@@ -182,26 +182,32 @@ struct merge_table {
   // value and its source offset.
   static constexpr std::size_t tile_bytes = sizeof(K) + value_tile_bytes<V>;
 
-  static constexpr int vt(const tuning::merge_line& line) {
+  static constexpr int vt(int vt_keys, int vt_pairs) {
     if constexpr (std::is_void_v<V>) {
-      return tuning::scale_vt(line.vt_keys, 4, sizeof(K));
+      return tuning::scale_vt(vt_keys, 4, sizeof(K));
     } else {
-      return tuning::scale_vt(line.vt_pairs, 8, sizeof(K) + sizeof(V));
+      return tuning::scale_vt(vt_pairs, 8, sizeof(K) + sizeof(V));
     }
   }
   // Elements so large that even one a thread would overflow about 48 KB of
   // shared memory get fewer threads too (halving, but always whole warps,
   // down to one warp).
-  static constexpr int nt(const tuning::merge_line& line) {
-    int nt = line.nt;
-    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt(line)) * tile_bytes > 48 * 1024) {
+  static constexpr int nt(int line_nt, int vt) {
+    int nt = line_nt;
+    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * tile_bytes > 48 * 1024) {
       nt = (nt / 2 + 31) / 32 * 32;
     }
     return nt;
   }
+  // Line I's boxes: the large tiles, the small ones, and the size (log2) from
+  // which the large ones are used.
   template <std::size_t I>
   static constexpr auto boxes() {
-    return std::tuple<launch_box<nt(lines[I]), vt(lines[I])>>{};
+    constexpr tuning::merge_line line = lines[I];
+    constexpr int large_vt = vt(line.vt_keys, line.vt_pairs);
+    constexpr int small_vt = vt(line.small_vt_keys, line.small_vt_pairs);
+    return std::tuple<launch_box<nt(line.nt, large_vt), large_vt>, launch_box<nt(line.small_nt, small_vt), small_vt>,
+                      std::integral_constant<int, line.small_log2>>{};
   }
 };
 
@@ -209,36 +215,60 @@ struct merge_table {
 // which architecture it was compiled for.
 template <class Geometry, class KeysOut, class ValsOut, class Comp>
 struct merge_kernel_of {
-  template <class Box>
-  auto operator()(Box) const {
+  template <class Box, class... Rest>
+  auto operator()(Box, Rest...) const {
     return merge_kernel<Box, Geometry, KeysOut, ValsOut, Comp>;
   }
 };
 
-// Calls f(box) with the merge box of this call: the policy's, or the tuned
-// line for the architecture the merge kernel was compiled for.
+// Calls f(box) with the merge box of a call that merges n elements in all:
+// the policy's, or the tuned line's (for the architecture the merge kernel
+// was compiled for) large or small tiles.
 template <class Policy, class K, class V, class Geometry, class KeysOut, class ValsOut, class Comp, class F>
-void with_merge_box(const device_info& dev, const char* algorithm, F&& f) {
+void with_merge_box(const device_info& dev, const char* algorithm, index_t n, F&& f) {
   using Box = typename Policy::box_type;
   if constexpr (std::is_same_v<Box, tuned_launch_box>) {
-    with_tuned_boxes<merge_table<K, V>>(dev, algorithm, merge_kernel_of<Geometry, KeysOut, ValsOut, Comp>{}, f);
+    with_tuned_boxes<merge_table<K, V>>(dev, algorithm, merge_kernel_of<Geometry, KeysOut, ValsOut, Comp>{},
+                                        [&](auto large, auto small, auto small_log2) {
+                                          if (n < (index_t(1) << decltype(small_log2)::value)) {
+                                            f(small);
+                                          } else {
+                                            f(large);
+                                          }
+                                        });
   } else {
     f(typename merge_box_of<Box>::type{});
   }
 }
 
-// Elements per tile of the tuned box for keys K and values V (void: keys
-// only) on the current device; tests use it to put sizes on tile boundaries.
+// Elements per tile of the tuned box for a merge of n elements of keys K and
+// values V (void: keys only) on the current device; tests use it to put
+// sizes on tile boundaries.
 template <class K, class V>
-long long tuned_merge_tile(const char* algorithm) {
+long long tuned_merge_tile(const char* algorithm, long long n) {
   constexpr bool pairs = !std::is_void_v<V>;
   using VP = std::conditional_t<pairs, const std::conditional_t<pairs, V, char>*, no_values>;
   using G = single_merge<const K*, const K*, VP, VP>;
   using VO = std::conditional_t<pairs, std::conditional_t<pairs, V, char>*, no_values>;
   long long nv = 0;
-  with_merge_box<cuda::policy<>, K, V, G, K*, VO, less<>>(current_device(algorithm), algorithm,
+  with_merge_box<cuda::policy<>, K, V, G, K*, VO, less<>>(current_device(algorithm), algorithm, n,
                                                          [&](auto box) { nv = decltype(box)::nv; });
   return nv;
+}
+
+// The size from which tuned merges take the large tiles (2^small_log2 of the
+// line for the current device).
+template <class K, class V>
+long long tuned_merge_large_from(const char* algorithm) {
+  constexpr bool pairs = !std::is_void_v<V>;
+  using VP = std::conditional_t<pairs, const std::conditional_t<pairs, V, char>*, no_values>;
+  using G = single_merge<const K*, const K*, VP, VP>;
+  using VO = std::conditional_t<pairs, std::conditional_t<pairs, V, char>*, no_values>;
+  long long from = 0;
+  with_tuned_boxes<merge_table<K, V>>(current_device(algorithm), algorithm,
+                                      merge_kernel_of<G, K*, VO, less<>>{},
+                                      [&](auto, auto, auto lg) { from = 1LL << decltype(lg)::value; });
+  return from;
 }
 
 template <class Policy, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut,
@@ -272,7 +302,7 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
     throw_element_too_large(algorithm, bytes);
   } else {
     with_merge_box<Policy, K, std::conditional_t<with_values, V, void>, G, DKeysOut, DValsOut, Comp>(
-        dev, algorithm,
+        dev, algorithm, na + nb,
         [&](auto box) { launch_merge<decltype(box)>(policy, dev, g, d_keys_out, d_vals_out, comp, algorithm); });
   }
 }

@@ -37,11 +37,16 @@ std::vector<T> to_host(const thrust::device_vector<T>& v) {
   return h;
 }
 
-// Elements per tile of the tuned merge launch box on this device for keys K
-// and values V (void: keys only).
+// Elements per tile of the tuned merge launch box on this device for a merge
+// of n elements of keys K and values V (void: keys only): merges below
+// tuned_merge_large_from() take the line's small tiles.
 template <class K, class V = void>
-long long tuned_merge_nv() {
-  return libmerge::detail::cuda_backend::tuned_merge_tile<K, V>("test");
+long long tuned_merge_nv(long long n = 1) {
+  return libmerge::detail::cuda_backend::tuned_merge_tile<K, V>("test", n);
+}
+template <class K, class V = void>
+long long tuned_merge_large_from() {
+  return libmerge::detail::cuda_backend::tuned_merge_large_from<K, V>("test");
 }
 
 // Total sizes that put the last tile at every boundary case of nv, plus

@@ -51,8 +51,14 @@ BOOST_AUTO_TEST_CASE(kernels_report_the_architecture_they_were_built_for) {
   // The tuned merge tile is the table line of that architecture.
   const int line = cb::line_for<cb::merge_table<int, void>>(expected);
   BOOST_REQUIRE_GE(line, 0);
-  const long long nv = static_cast<long long>(lm::tuning::merge[line].nt) * lm::tuning::merge[line].vt_keys;
-  BOOST_CHECK_EQUAL(cuda_test::tuned_merge_nv<int>(), nv);
+  const auto& tuned = lm::tuning::merge[line];
+  const long long large_from = 1LL << tuned.small_log2;
+  BOOST_CHECK_EQUAL(cuda_test::tuned_merge_large_from<int>(), large_from);
+  BOOST_CHECK_EQUAL(cuda_test::tuned_merge_nv<int>(large_from), static_cast<long long>(tuned.nt) * tuned.vt_keys);
+  if (large_from > 1) {
+    BOOST_CHECK_EQUAL(cuda_test::tuned_merge_nv<int>(large_from - 1),
+                      static_cast<long long>(tuned.small_nt) * tuned.small_vt_keys);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(merge_and_sort_work) {

@@ -64,18 +64,32 @@ std::string describe(const char* algo, long long na, long long nb, distribution 
   return os.str();
 }
 
+// The outputs start poisoned: once, with a value no generator produces; for
+// 1-byte keys, where every value is a possible key, twice with different
+// values, so that a position left unwritten cannot match both times.
+template <class T>
+std::vector<T> poisons() {
+  if constexpr (sizeof(T) == 1) {
+    return {static_cast<T>(0x5a), static_cast<T>(0xa5)};
+  } else {
+    return {poison<T>()};
+  }
+}
+
 // One merge on the device with `policy`, against lm::serial on the host.
 template <class T, class Comp, class Policy>
 void check_merge(const Policy& policy, const std::vector<T>& a, const std::vector<T>& b, Comp comp,
                  const std::string& what) {
-  auto da = to_device(a), db = to_device(b);
-  thrust::device_vector<T> out(a.size() + b.size(), poison<T>());
-  auto end = lm::merge(policy, da.begin(), da.end(), db.begin(), db.end(), out.begin(), comp);
-  BOOST_CHECK_MESSAGE(end == out.end(), what << ": returned end");
-  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<T> expected(a.size() + b.size());
   lm::merge(lm::serial, a.begin(), a.end(), b.begin(), b.end(), expected.begin(), comp);
-  check_same(to_host(out), expected, what);
+  auto da = to_device(a), db = to_device(b);
+  for (const T& fill : poisons<T>()) {
+    thrust::device_vector<T> out(a.size() + b.size(), fill);
+    auto end = lm::merge(policy, da.begin(), da.end(), db.begin(), db.end(), out.begin(), comp);
+    BOOST_CHECK_MESSAGE(end == out.end(), what << ": returned end");
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(out), expected, what);
+  }
 }
 
 // merge_by_key: values tag each element's origin (A: i, B: |A| + j).
@@ -85,20 +99,22 @@ void check_merge_by_key(const Policy& policy, const std::vector<T>& a, const std
   std::vector<V> av(a.size()), bv(b.size());
   for (std::size_t i = 0; i < a.size(); ++i) av[i] = static_cast<V>(i);
   for (std::size_t i = 0; i < b.size(); ++i) bv[i] = static_cast<V>(a.size() + i);
-  auto da = to_device(a), db = to_device(b);
-  auto dav = to_device(av), dbv = to_device(bv);
-  thrust::device_vector<T> keys(a.size() + b.size(), poison<T>());
-  thrust::device_vector<V> vals(a.size() + b.size(), static_cast<V>(-1));
-  auto ends = lm::merge_by_key(policy, da.begin(), da.end(), db.begin(), db.end(), dav.begin(), dbv.begin(),
-                               keys.begin(), vals.begin(), comp);
-  BOOST_CHECK_MESSAGE(ends.first == keys.end() && ends.second == vals.end(), what << ": returned ends");
-  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<T> ek(a.size() + b.size());
   std::vector<V> ev(a.size() + b.size());
   lm::merge_by_key(lm::serial, a.begin(), a.end(), b.begin(), b.end(), av.begin(), bv.begin(), ek.begin(),
                    ev.begin(), comp);
-  check_same(to_host(keys), ek, what + " (keys)");
-  check_same(to_host(vals), ev, what + " (values)");
+  auto da = to_device(a), db = to_device(b);
+  auto dav = to_device(av), dbv = to_device(bv);
+  for (const T& fill : poisons<T>()) {
+    thrust::device_vector<T> keys(a.size() + b.size(), fill);
+    thrust::device_vector<V> vals(a.size() + b.size(), static_cast<V>(-1));
+    auto ends = lm::merge_by_key(policy, da.begin(), da.end(), db.begin(), db.end(), dav.begin(), dbv.begin(),
+                                 keys.begin(), vals.begin(), comp);
+    BOOST_CHECK_MESSAGE(ends.first == keys.end() && ends.second == vals.end(), what << ": returned ends");
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(keys), ek, what + " (keys)");
+    check_same(to_host(vals), ev, what + " (values)");
+  }
 }
 
 template <class T, class Comp>
@@ -128,7 +144,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(serial_oracle_matches_std_merge, T, key_types) {
   }
 }
 
-// merge of every key type, at every tile boundary of the tuned launch box.
+// merge of every key type, at every tile boundary of the tuned launch box
+// (the line's small tiles: every size here is below the switch).
 BOOST_AUTO_TEST_CASE_TEMPLATE(merge_keys_tuned_box, T, key_types) {
   std::mt19937_64 rng(42);
   const long long nv = cuda_test::tuned_merge_nv<T>();
@@ -143,6 +160,39 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(merge_keys_tuned_box, T, key_types) {
       check_merge(lm::cuda::par, a, b, lm::greater<>(), describe<T>("merge", na, nb, distribution::random, "greater"));
     }
   }
+}
+
+// The tuned line's large tiles, used from 2^small_log2 elements on: the last
+// size below the switch, and a last tile full and one of one element at the
+// first large-tile multiple past it (int32 keys; int64 keys and int32 pairs
+// the last only: each size is 2^24 elements), against the serial backend.
+template <class T, class V>
+void check_large_tiles(std::uint64_t seed, bool all_sizes) {
+  std::mt19937_64 rng(seed);
+  const long long from = cuda_test::tuned_merge_large_from<T, V>();
+  const long long nv = cuda_test::tuned_merge_nv<T, V>(from);
+  const long long small_nv = cuda_test::tuned_merge_nv<T, V>(from - 1);
+  BOOST_TEST_MESSAGE("large tiles of " << nv << " from n = " << from << ", small tiles of " << small_nv);
+  const long long m = (from + nv - 1) / nv * nv;
+  const std::vector<long long> sizes = all_sizes ? std::vector<long long>{from - 1, m, m + 1} : std::vector<long long>{m + 1};
+  for (long long n : sizes) {
+    const long long na = n / 2 + static_cast<long long>(rng() % 1000), nb = n - na;
+    auto [a, b] = inputs<T>(na, nb, distribution::random, rng(), lm::less<>());
+    if constexpr (std::is_void_v<V>) {
+      check_merge(lm::cuda::par, a, b, lm::less<>(), describe<T>("merge (large tiles)", na, nb,
+                                                                  distribution::random, "less"));
+    } else {
+      check_merge_by_key<T, V>(lm::cuda::par, a, b, lm::less<>(),
+                               describe<T>("merge_by_key (large tiles)", na, nb, distribution::random, "less"));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(merge_large_tiles_from_the_switch_size) {
+  if (cuda_test::quick()) return;  // 2^24 elements under compute-sanitizer: the small sizes cover the kernels
+  check_large_tiles<std::int32_t, void>(45, true);
+  check_large_tiles<std::int64_t, void>(46, false);
+  check_large_tiles<std::int32_t, std::int32_t>(47, false);
 }
 
 // merge_by_key of every key type with int32 values (origin tags).
@@ -404,4 +454,38 @@ BOOST_AUTO_TEST_CASE(thrust_device_policy_synchronizes) {
   cudaFree(a);
   cudaFree(b);
   cudaFree(out);
+}
+
+// No merge kernel spills registers at the tuned boxes of the sm_90 line, large
+// tiles and small (issue: per-kernel register budgets).
+BOOST_AUTO_TEST_CASE(no_merge_kernel_spills_at_the_tuned_boxes) {
+  namespace cb = lm::detail::cuda_backend;
+  auto check = [](auto kernel, const std::string& name) {
+    cudaFuncAttributes a{};
+    BOOST_REQUIRE_EQUAL(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel)), cudaSuccess);
+    BOOST_TEST_MESSAGE(name << ": " << a.numRegs << " registers, " << a.localSizeBytes << " B local");
+    BOOST_CHECK_MESSAGE(a.localSizeBytes == 0, name << " uses " << a.localSizeBytes << " bytes of local memory");
+  };
+  auto for_types = [&](auto key, auto val, const char* what) {
+    using K = decltype(key);
+    using V = decltype(val);
+    constexpr bool pairs = !std::is_same_v<V, char>;
+    using NV = lm::detail::no_values;
+    using G = std::conditional_t<pairs, cb::single_merge<const K*, const K*, const V*, const V*>,
+                                 cb::single_merge<const K*, const K*, NV, NV>>;
+    using VOut = std::conditional_t<pairs, V*, NV>;
+    using table = cb::merge_table<K, std::conditional_t<pairs, V, void>>;
+    constexpr int line = cb::line_for<table>(90);
+    using boxes = decltype(table::template boxes<static_cast<std::size_t>(line)>());
+    using large = std::tuple_element_t<0, boxes>;
+    using small = std::tuple_element_t<1, boxes>;
+    auto name = [&](auto box) {
+      return std::string(what) + " " + std::to_string(decltype(box)::nt) + "x" + std::to_string(decltype(box)::vt);
+    };
+    check(cb::merge_kernel<large, G, K*, VOut, lm::less<>>, name(large{}));
+    check(cb::merge_kernel<small, G, K*, VOut, lm::less<>>, name(small{}));
+  };
+  for_types(std::int32_t{}, char{}, "merge int32");
+  for_types(std::int32_t{}, std::int32_t{}, "merge_by_key int32/int32");
+  for_types(std::int64_t{}, char{}, "merge int64");
 }
