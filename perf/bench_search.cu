@@ -2,13 +2,15 @@
 // against Thrust's vectorized binary searches (and CUB's device-wide ones when
 // the installed CCCL has them), all in the same run.
 //
-//   libmerge_search_bench [--quick] [--tune] [--runs R] [--sizes L1,L2,...]
+//   libmerge_search_bench [--quick] [--tune] [--sparse] [--runs R] [--sizes L1,L2,...]
 //                         [--spin-us U] [--json FILE]
 //
 // Cases, for int32 and int64 keys, N = |A| + |B| = 2^20 ... 2^28, and three
 // densities (|A| = |B|, |A| = |B|/64, |A| = |B|/4096):
 //   search<lower,index,none>   A's lower bounds into B    vs thrust::lower_bound
 //   search<upper,index,none>   A's upper bounds into B    vs thrust::upper_bound
+//   search<lower,index,index>  bounds both ways, no match   vs thrust::lower_bound
+//                              + thrust::upper_bound (two calls, timed together)
 //   search<lower,ixm,ixm>      index_match both ways      vs thrust::lower_bound
 //                              + a match transform for A, thrust::upper_bound +
 //                              a match transform for B (four calls, timed together)
@@ -56,7 +58,10 @@
 // with smaller boxes (128x1, 256x1, 256x4), beside lm's public call and
 // Thrust; it prints the smallest k from which the per-needle path wins, for
 // tuning::search's sparse_ratio. --sizes replaces the mode's log2 sizes (N for
-// the search rows and the box sweep, |B| for the crossover).
+// the search rows and the box sweep, |B| for the crossover). --sparse: the
+// per-needle search with binary (bounds_in_lockstep) and 4-ary
+// (bounds_in_lockstep_4) probes against Thrust, |B| = 2^26 and 2^28 (or
+// --sizes), |A| = |B|/16, /64, /256, /4096, int32.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -103,7 +108,7 @@ namespace {
 using out_t = std::uint32_t;
 
 struct options {
-  bool quick = false, tune = false;
+  bool quick = false, tune = false, sparse = false;
   int runs = 0;  // 0: 25, or 7 with --quick
   int spin_us = 200;
   std::vector<int> sizes;  // log2 N; empty: the mode's
@@ -111,12 +116,15 @@ struct options {
 };
 
 // What a row measures.
-enum class op { lower_index, upper_index, index_match, equal_count };
+enum class op { lower_index, upper_index, index_match, index_both, equal_count };
+// Both sides write results (A's bounds into B and B's into A).
+constexpr bool both_sides(op o) { return o == op::index_match || o == op::index_both; }
 const char* name(op o) {
   switch (o) {
     case op::lower_index: return "search<lower,index,none>";
     case op::upper_index: return "search<upper,index,none>";
     case op::index_match: return "search<lower,ixm,ixm>";
+    case op::index_both: return "search<lower,index,index>";
     case op::equal_count: return "equality_count";
   }
   return "?";
@@ -126,12 +134,13 @@ const char* peer_name(op o) {
     case op::lower_index: return "thrust::lower_bound";
     case op::upper_index: return "thrust::upper_bound";
     case op::index_match: return "thrust lb+ub+2 match xforms";
+    case op::index_both: return "thrust lb+ub";
     case op::equal_count: return "thrust ub-lb (2 search+xform)";
   }
   return "?";
 }
 // Outputs a row writes (4 bytes each).
-long long outputs(op o, long long na, long long nb) { return o == op::index_match ? na + nb : na; }
+long long outputs(op o, long long na, long long nb) { return both_sides(o) ? na + nb : na; }
 
 template <class K>
 const char* type_name() {
@@ -428,6 +437,9 @@ void run_lm(const Policy& p, const dataset<K>& d, int i, lm::match_counts* count
   } else if constexpr (O == op::index_match) {
     lm::sorted_search<lm::bounds::lower, lm::search_type::index_match, lm::search_type::index_match>(
         p, a, a + d.na, b, b + d.nb, d.oa(i), d.ob(i), counts);
+  } else if constexpr (O == op::index_both) {
+    lm::sorted_search<lm::bounds::lower, lm::search_type::index, lm::search_type::index>(
+        p, a, a + d.na, b, b + d.nb, d.oa(i), d.ob(i), counts);
   } else {
     lm::sorted_equality_count(p, a, a + d.na, b, b + d.nb, d.oa(i));
   }
@@ -457,6 +469,9 @@ void run_peer(const Policy& p, const dataset<K>& d, int i) {
     thrust::upper_bound(p, a, a + d.na, b, b + d.nb, d.ob(i));
     thrust::transform(p, thrust::counting_iterator<long long>(0), thrust::counting_iterator<long long>(d.nb), d.ob(i),
                       flag_upper<K>{b, a, d.ob(i)});
+  } else if constexpr (O == op::index_both) {
+    thrust::lower_bound(p, b, b + d.nb, a, a + d.na, d.oa(i));
+    thrust::upper_bound(p, a, a + d.na, b, b + d.nb, d.ob(i));
   } else {
     thrust::lower_bound(p, b, b + d.nb, a, a + d.na, d.tmp(i));
     thrust::upper_bound(p, b, b + d.nb, a, a + d.na, d.oa(i));
@@ -489,14 +504,16 @@ bool host_check(const dataset<K>& d) {
     if constexpr (O == op::lower_index) want = lo;
     else if constexpr (O == op::upper_index) want = hi;
     else if constexpr (O == op::equal_count) want = hi - lo;
+    else if constexpr (O == op::index_both) want = lo;
     else want = lo | (hi > lo ? 0x80000000u : 0u);
     if (ref[i] != want) return false;
   }
-  if constexpr (O == op::index_match) {
+  if constexpr (both_sides(O)) {
     for (long long j = 0; j < d.nb; ++j) {
       const auto lo = static_cast<out_t>(std::lower_bound(a.begin(), a.end(), b[j]) - a.begin());
       const auto hi = static_cast<out_t>(std::upper_bound(a.begin(), a.end(), b[j]) - a.begin());
-      if (ref[d.na + j] != (hi | (hi > lo ? 0x80000000u : 0u))) return false;
+      const out_t flag = O == op::index_match && hi > lo ? 0x80000000u : 0u;
+      if (ref[d.na + j] != (hi | flag)) return false;
     }
   }
   return true;
@@ -520,7 +537,7 @@ template <op O, class K>
 void make_reference(bench& bn, dataset<K>& d, const std::string& what) {
   run_peer<O>(bn.thrust_policy(), d, 0);
   cuda_check(cudaMemcpyAsync(d.ref, d.oa(0), d.na * sizeof(out_t), cudaMemcpyDeviceToDevice, bn.s), "reference");
-  if constexpr (O == op::index_match) {
+  if constexpr (both_sides(O)) {
     cuda_check(cudaMemcpyAsync(d.ref + d.na, d.ob(0), d.nb * sizeof(out_t), cudaMemcpyDeviceToDevice, bn.s),
                "reference");
   }
@@ -537,8 +554,8 @@ bool verify(bench& bn, dataset<K>& d, Call&& call, const std::string& what) {
   call();
   cuda_check(cudaStreamSynchronize(bn.s), what.c_str());
   bool ok = same(bn, d.oa(0), d.ref, d.na, what + " (A)");
+  if constexpr (both_sides(O)) ok = same(bn, d.ob(0), d.ref + d.na, d.nb, what + " (B)") && ok;
   if constexpr (O == op::index_match) {
-    ok = same(bn, d.ob(0), d.ref + d.na, d.nb, what + " (B)") && ok;
     lm::match_counts c{};
     cuda_check(cudaMemcpy(&c, bn.counts, sizeof c, cudaMemcpyDeviceToHost), "counts");
     const auto p = thrust::cuda::par.on(bn.s);
@@ -608,6 +625,7 @@ void search_cases(bench& bn, int lg, long long k) {
   time_row<op::lower_index>(bn, d, density);
   time_row<op::upper_index>(bn, d, density);
   time_row<op::index_match>(bn, d, density);
+  time_row<op::index_both>(bn, d, density);
   time_row<op::equal_count>(bn, d, density);
 }
 
@@ -657,7 +675,8 @@ struct sm90 {
   static constexpr int ratio = std::tuple_element_t<2, boxes>::value;
 };
 
-// --tune (b): dense (merge-path) against per-needle search, forced through
+// --tune (b): dense (merge-path) against per-needle search (binary, unless
+// NeedleBox is a needle_box_4: quaternary_below 0), forced through
 // launch_search with box Box: sparse_ratio INT_MAX never takes the per-needle
 // path, 1 always does (|A| <= |B|). The counts are zeroed on the stream as in
 // the public call; the index search counts nothing, the equality count has no
@@ -670,12 +689,12 @@ void crossover_run(bench& bn, const dataset<K>& d, int i, int ratio) {
   if constexpr (O == op::lower_index) {
     cb::launch_search<Box, NeedleBox, lm::search_type::index, lm::search_type::none, cb::a_writes::search>(
         bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::match_counters{ca, cbp}, bn.counts,
-        ratio, lm::less<>{}, "sorted_search");
+        ratio, 0, lm::less<>{}, "sorted_search");
   } else {
     static_assert(O == op::equal_count, "crossover: lower_index or equal_count");
     cb::launch_search<Box, NeedleBox, lm::search_type::none, lm::search_type::none, cb::a_writes::equal_count>(
         bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::match_counters{nullptr, nullptr},
-        nullptr, ratio, lm::less<>{}, "sorted_equality_count");
+        nullptr, ratio, 0, lm::less<>{}, "sorted_equality_count");
   }
 }
 
@@ -688,7 +707,8 @@ std::string box_label(const char* prefix) {
 template <op O, class NeedleBox, class K>
 void crossover_needle_box(bench& bn, dataset<K>& d, const std::string& density, double copy, const std::string& what) {
   using Box = typename sm90<K>::box;
-  const std::string label = box_label<NeedleBox>("per-needle");
+  const std::string label =
+      box_label<NeedleBox>(cb::is_needle_box_4<NeedleBox>::value ? "per-needle 4-ary" : "per-needle");
   const bool ok =
       verify<O>(bn, d, [&] { crossover_run<O, Box, K, NeedleBox>(bn, d, 0, 1); }, what + " " + label);
   record("crossover", O, d, density, label,
@@ -849,7 +869,7 @@ std::string json_escape(const std::string& s) {
 void write_json(const std::string& path, const std::string& device, double copy_gbs, const options& opt, int runs) {
   std::ofstream f(path);
   f << "{\n  \"device\": \"" << json_escape(device) << "\",\n  \"copy_gbs\": " << copy_gbs
-    << ",\n  \"mode\": \"" << (opt.tune ? "tune" : opt.quick ? "quick" : "full") << "\",\n  \"runs\": " << runs
+    << ",\n  \"mode\": \"" << (opt.sparse ? "sparse" : opt.tune ? "tune" : opt.quick ? "quick" : "full") << "\",\n  \"runs\": " << runs
     << ",\n  \"spin_us\": " << opt.spin_us << ",\n  \"output_type\": \"uint32\",\n  \"cub_device_find\": "
     << (have_cub<cub_search::lower, std::int32_t> ? "true" : "false") << ",\n  \"cub_sorted_values\": "
     << (have_cub<cub_search::lower_sorted, std::int32_t> ? "true" : "false") << ",\n  \"results\": [\n";
@@ -885,6 +905,7 @@ int main(int argc, char** argv) {
       const std::string a = argv[i];
       if (a == "--quick") opt.quick = true;
       else if (a == "--tune") opt.tune = true;
+      else if (a == "--sparse") opt.sparse = true;
       else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
       else if (a == "--sizes" && i + 1 < argc) opt.sizes = parse_sizes(argv[++i]);
       else if (a == "--spin-us" && i + 1 < argc) opt.spin_us = std::atoi(argv[++i]);
@@ -894,7 +915,7 @@ int main(int argc, char** argv) {
     if (opt.runs < 0 || opt.spin_us < 0) throw std::invalid_argument("--runs and --spin-us must not be negative");
   } catch (const std::exception& e) {
     std::fprintf(stderr,
-                 "%s\nusage: libmerge_search_bench [--quick] [--tune] [--runs R] [--sizes L1,L2,...] [--spin-us U] "
+                 "%s\nusage: libmerge_search_bench [--quick] [--tune] [--sparse] [--runs R] [--sizes L1,L2,...] [--spin-us U] "
                  "[--json FILE]\n",
                  e.what());
     return 2;
@@ -956,7 +977,22 @@ int main(int argc, char** argv) {
         cudaGetLastError();
       }
     };
-    if (opt.tune) {
+    if (opt.sparse) {
+      // The per-needle search with binary and 4-ary probes, at sparse densities.
+      for (int lg : opt.sizes.empty() ? std::vector<int>{26, 28} : opt.sizes) {
+        for (long long k : {16LL, 64LL, 256LL, 4096LL}) {
+          guarded([&] {
+            using lm::launch_box;
+            using cb::needle_box_4;
+            std::fprintf(stderr, "sparse: |B|=2^%d k=%lld\n", lg, k);
+            dataset<std::int32_t> d(bn, (1LL << lg) / k, 1LL << lg, 9500 + lg + static_cast<std::uint64_t>(k));
+            crossover_row<op::lower_index, std::int32_t, launch_box<256, 1>, needle_box_4<128, 1>,
+                          needle_box_4<256, 1>, needle_box_4<128, 2>, needle_box_4<64, 1>>(bn, d, density_name(k));
+          });
+        }
+        bn.release_copy_buffer();
+      }
+    } else if (opt.tune) {
       using lm::launch_box;
       const std::vector<int> box_sizes = opt.sizes.empty() ? std::vector<int>{26, 28} : opt.sizes;
       for (int lg : box_sizes) {
@@ -998,7 +1034,10 @@ int main(int argc, char** argv) {
               "Peers: index_match = thrust::lower_bound + match transform (A) and thrust::upper_bound + match transform"
               " (B), 4 calls, no match counts;\n"
               "equality_count = thrust::lower_bound + thrust::upper_bound + transform (3 calls).\n\n");
-  if (opt.tune) {
+  if (opt.sparse) {
+    print_rows("crossover", "vs peer");
+    print_crossover();
+  } else if (opt.tune) {
     std::printf("launch boxes on the dense path (|A| = |B|):\n");
     print_rows("tune", "vs peer");
     print_crossover();

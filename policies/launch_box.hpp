@@ -133,9 +133,12 @@ inline constexpr merge_sort_line merge_sort[] = {
 // of the two types). When only one side writes results and the other side is
 // at least sparse_ratio times longer, each needle is searched on its own
 // instead of streaming the long side: needle_nt threads a block, needle_vt
-// needles a thread. sm_90 measured on an H100 (docs/cuda-sorted-search.md);
+// needles a thread, with a 4-ary search (three probes a step) while the other
+// side is less than quaternary_below times longer, a binary one from there.
+// sm_90 measured on an H100 (docs/cuda-sorted-search.md: 4-ary 1.14x
+// Thrust at |A| = |B|/16, binary 0.98x; at /256 binary 1.0x, 4-ary 0.90x);
 // the other lines are untuned copies. A caller's .with(box) replaces the tile
-// box; the needle box and the ratio stay the line's.
+// box; the needle box and the ratios stay the line's.
 struct search_line {
   int arch;
   int nt;
@@ -143,13 +146,14 @@ struct search_line {
   int needle_nt;
   int needle_vt;
   int sparse_ratio;
+  int quaternary_below;
 };
 
 inline constexpr search_line search[] = {
-    {100, 512, 15, 128, 1, 12},  // untuned
-    {90, 512, 15, 128, 1, 12},
-    {80, 512, 15, 128, 1, 12},   // untuned
-    {0, 256, 15, 128, 1, 12},    // untuned
+    {100, 512, 15, 128, 1, 12, 64},  // untuned
+    {90, 512, 15, 128, 1, 12, 64},
+    {80, 512, 15, 128, 1, 12, 64},   // untuned
+    {0, 256, 15, 128, 1, 12, 64},    // untuned
 };
 
 }  // namespace tuning

@@ -359,6 +359,55 @@ __device__ __forceinline__ void bounds_in_lockstep(Hay hay, Index lo, Index hi, 
   for (int k = 0; k < K; ++k) pos[k] += before(pos[k], x[k]) ? 1 : 0;
 }
 
+// The same with three probes a step (a 4-ary search): a quarter of the length
+// is left after each step, so the chain of dependent loads is half as long,
+// for 1.5 times the loads. Invariant: pos[k]'s answer lies in
+// [pos[k], pos[k] + len[k]]; every probe lies in [lo, hi).
+template <bool Upper, int K, class Index, class Hay, class T, class Comp>
+__device__ __forceinline__ void bounds_in_lockstep_4(Hay hay, Index lo, Index hi, const T (&x)[K],
+                                                     Index (&pos)[K], Comp& comp) {
+  const auto before = [&](Index p, const T& v) { return Upper ? !comp(v, hay[p]) : comp(hay[p], v); };
+  Index len[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    pos[k] = lo;
+    len[k] = hi - lo;
+  }
+  if (hi <= lo) return;
+  Index longest = hi - lo;
+  while (longest > 3) {
+    longest = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const Index q = len[k] / 4;
+      if (q > 0) {
+        const int c = int(before(pos[k] + q, x[k])) + int(before(pos[k] + 2 * q, x[k])) +
+                      int(before(pos[k] + 3 * q, x[k]));
+        pos[k] += c * q;
+        len[k] = c == 3 ? len[k] - 3 * q : q;
+      }
+      longest = len[k] > longest ? len[k] : longest;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    while (len[k] > 1) {
+      const Index half = len[k] / 2;
+      pos[k] = before(pos[k] + half, x[k]) ? pos[k] + half : pos[k];
+      len[k] -= half;
+    }
+    if (len[k] == 1) pos[k] += before(pos[k], x[k]) ? 1 : 0;
+  }
+}
+
+// A needle box whose searches probe 4-ary (bounds_in_lockstep_4).
+template <int NT, int VT>
+struct needle_box_4 : launch_box<NT, VT> {};
+template <class Box>
+struct is_needle_box_4 : std::false_type {};
+template <int NT, int VT>
+struct is_needle_box_4<needle_box_4<NT, VT>> : std::true_type {};
+
 // The sparse search: each needle is searched in the whole haystack, as
 // thrust::lower_bound does, with the match flags, counts and equality runs of
 // sorted search. A thread takes vt consecutive needles and searches them in
@@ -371,8 +420,8 @@ __device__ __forceinline__ void bounds_in_lockstep(Hay hay, Index lo, Index hi, 
 // thrust::lower_bound 0.033 ms.)
 // Index is int when the haystack is shorter than 2^31 (a third fewer
 // instructions a search step than 64-bit positions).
-template <class Box, bool Upper, search_type Type, a_writes Writes, class Index, class NIt, class HIt, class Out,
-          class Comp>
+template <class Box, bool Quaternary, bool Upper, search_type Type, a_writes Writes, class Index, class NIt,
+          class HIt, class Out, class Comp>
 __global__ void __launch_bounds__(Box::nt)
     needle_search_kernel(NIt needles, index_t nn, HIt hay, Index nh, Out out, unsigned long long* matches,
                          Comp comp) {
@@ -388,7 +437,11 @@ __global__ void __launch_bounds__(Box::nt)
     x[k] = static_cast<T>(needles[j < nn ? j : nn - 1]);
   }
   Index p[Box::vt];
-  bounds_in_lockstep<Upper>(hay, Index(0), nh, x, p, comp);
+  if constexpr (Quaternary) {
+    bounds_in_lockstep_4<Upper>(hay, Index(0), nh, x, p, comp);
+  } else {
+    bounds_in_lockstep<Upper>(hay, Index(0), nh, x, p, comp);
+  }
   unsigned found = 0;
 #pragma unroll
   for (int k = 0; k < Box::vt; ++k) {
@@ -415,8 +468,8 @@ __global__ void __launch_bounds__(Box::nt)
 template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, class Policy,
           class AIt, class BIt, class AOut, class BOut, class Comp>
 void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
-                   BOut b_out, match_counters counters, match_counts* counts, int sparse_ratio, Comp comp,
-                   const char* algorithm) {
+                   BOut b_out, match_counters counters, match_counts* counts, int sparse_ratio,
+                   int quaternary_below, Comp comp, const char* algorithm) {
   const cudaStream_t stream = policy.stream();
   const auto zero_counts = [&] {
     if (counts == nullptr) return;  // sorted_equality_count counts no matches
@@ -437,27 +490,40 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
     const index_t tiles = (needles + NeedleBox::nv - 1) / NeedleBox::nv;
     if (tiles > 0x7fffffff) throw_too_many_tiles(algorithm);
     zero_counts();
-    auto run = [&](auto index) {
+    // Denser needles share more of each other's lines: a 4-ary search there
+    // halves the chain of dependent loads (needle_box_4: always 4-ary).
+    const double ratio = sparse_a ? static_cast<double>(nb) / static_cast<double>(na)
+                                  : static_cast<double>(na) / static_cast<double>(nb);
+    const bool quaternary = is_needle_box_4<NeedleBox>::value || ratio < quaternary_below;
+    auto run = [&](auto index, auto four) {
       using Index = decltype(index);
+      constexpr bool Q = decltype(four)::value;
       if constexpr (a_side) {
-        launch(needle_search_kernel<NeedleBox, false, TypeA, AWrites, Index, AIt, BIt, AOut, Comp>, tiles,
+        launch(needle_search_kernel<NeedleBox, Q, false, TypeA, AWrites, Index, AIt, BIt, AOut, Comp>, tiles,
                NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", a, na, b,
                static_cast<Index>(nb), a_out, counters.a, comp);
       } else {
-        launch(needle_search_kernel<NeedleBox, true, TypeB, a_writes::search, Index, BIt, AIt, BOut, Comp>, tiles,
+        launch(needle_search_kernel<NeedleBox, Q, true, TypeB, a_writes::search, Index, BIt, AIt, BOut, Comp>, tiles,
                NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", b, nb, a,
                static_cast<Index>(na), b_out, counters.b, comp);
       }
     };
+    auto run_ways = [&](auto index) {
+      if (quaternary) {
+        run(index, std::true_type{});
+      } else {
+        run(index, std::false_type{});
+      }
+    };
     if ((sparse_a ? nb : na) <= 0x7fffffff) {
-      run(int{});
+      run_ways(int{});
     } else {
-      run(index_t{});
+      run_ways(index_t{});
     }
     if (debug_enabled()) {
-      std::fprintf(stderr, "libmerge::%s: per-needle search of %lld needles in %lld, nt=%d vt=%d\n", algorithm,
-                   static_cast<long long>(needles), static_cast<long long>(sparse_a ? nb : na), NeedleBox::nt,
-                   NeedleBox::vt);
+      std::fprintf(stderr, "libmerge::%s: per-needle %s search of %lld needles in %lld, nt=%d vt=%d\n", algorithm,
+                   quaternary ? "4-ary" : "binary", static_cast<long long>(needles),
+                   static_cast<long long>(sparse_a ? nb : na), NeedleBox::nt, NeedleBox::vt);
     }
     return;
   }
@@ -497,15 +563,16 @@ struct search_table {
   static constexpr auto boxes() {
     return std::tuple<launch_box<lines[I].nt, tuning::scale_vt(lines[I].vt, 4, elem)>,
                       launch_box<lines[I].needle_nt, lines[I].needle_vt>,
-                      std::integral_constant<int, lines[I].sparse_ratio>>{};
+                      std::integral_constant<int, lines[I].sparse_ratio>,
+                      std::integral_constant<int, lines[I].quaternary_below>>{};
   }
 };
 
 template <search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt, class AOut, class BOut,
           class Comp>
 struct search_kernel_of {
-  template <class Box, class NeedleBox, class Ratio>
-  auto operator()(Box, NeedleBox, Ratio) const {
+  template <class Box, class NeedleBox, class Ratio, class Quaternary>
+  auto operator()(Box, NeedleBox, Ratio, Quaternary) const {
     return search_kernel<Box, TypeA, TypeB, AWrites, AIt, BIt, AOut, BOut, Comp>;
   }
 };
@@ -525,12 +592,12 @@ void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t n
   // The tuned line for the architecture the search kernel was compiled for;
   // a caller's box replaces its dense tile box.
   using Box = typename Policy::box_type;
-  auto run = [&](auto box, auto needle_box, auto ratio) {
+  auto run = [&](auto box, auto needle_box, auto ratio, auto quaternary_below) {
     using Dense = std::conditional_t<std::is_same_v<Box, tuned_launch_box>, decltype(box),
                                      typename merge_box_of<Box>::type>;
     launch_search<Dense, decltype(needle_box), TypeA, TypeB, AWrites>(policy, dev, a, na, b, nb, a_out, b_out,
-                                                                     counters, counts, decltype(ratio)::value, comp,
-                                                                     algorithm);
+                                                                     counters, counts, decltype(ratio)::value,
+                                                                     decltype(quaternary_below)::value, comp, algorithm);
   };
   if constexpr (table::elem > max_element_bytes) {
     throw_element_too_large(algorithm, table::elem);

@@ -311,7 +311,8 @@ std::vector<int> runs(const std::vector<long long>& lengths, int first, int step
 struct search_tuning {
   long long nv;         // merge-path tile
   long long needle_nv;  // per-needle search: needles a block
-  int ratio;
+  int ratio;            // per-needle from |B| / |A| = ratio on
+  int quaternary;       // 4-ary per-needle search below |B| / |A| = quaternary
 };
 template <class TA, class TB = TA>
 search_tuning tuned_search() {
@@ -320,7 +321,7 @@ search_tuning tuned_search() {
   const auto& l = lm::tuning::search[line < 0 ? std::size(lm::tuning::search) - 1 : static_cast<std::size_t>(line)];
   const std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
   return {static_cast<long long>(l.nt) * lm::tuning::scale_vt(l.vt, 4, elem),
-          static_cast<long long>(l.needle_nt) * l.needle_vt, l.sparse_ratio};
+          static_cast<long long>(l.needle_nt) * l.needle_vt, l.sparse_ratio, l.quaternary_below};
 }
 
 constexpr search_type all_types[] = {search_type::none, search_type::index, search_type::match,
@@ -339,9 +340,12 @@ void for_each_combination(F&& f) {
 }
 
 // Densities |B| / |A| to test: dense ones, both sides of the sparse ratio,
-// and sparse ones.
+// both sides of the switch from 4-ary to binary per-needle search, and
+// sparse ones.
 std::vector<long long> densities(int ratio) {
-  std::vector<long long> k = {4, std::max(1, ratio - 1), ratio, 64, 1000, 4096};
+  const int quaternary = tuned_search<int>().quaternary;
+  std::vector<long long> k = {4, std::max(1, ratio - 1), ratio, std::max(1, quaternary - 1), quaternary, 64, 1000,
+                              4096};
   std::sort(k.begin(), k.end());
   k.erase(std::unique(k.begin(), k.end()), k.end());
   return k;
