@@ -61,6 +61,16 @@ inline std::vector<long long> tile_boundary_sizes(long long nv) {
   return sizes;
 }
 
+// Checks that `kernel` uses no local memory (no register spills, no stack),
+// and reports its register count.
+template <class Kernel>
+void check_no_local_memory(Kernel kernel, const std::string& name) {
+  cudaFuncAttributes a{};
+  BOOST_REQUIRE_EQUAL(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel)), cudaSuccess);
+  BOOST_TEST_MESSAGE(name << ": " << a.numRegs << " registers, " << a.localSizeBytes << " B local");
+  BOOST_CHECK_MESSAGE(a.localSizeBytes == 0, name << " uses " << a.localSizeBytes << " bytes of local memory");
+}
+
 // LIBMERGE_TEST_QUICK=1 (used under compute-sanitizer) keeps every test case
 // and every tile-boundary kind (partial, full, one past) but drops the large
 // sizes and most splits.

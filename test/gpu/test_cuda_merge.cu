@@ -460,12 +460,6 @@ BOOST_AUTO_TEST_CASE(thrust_device_policy_synchronizes) {
 // tiles and small (issue: per-kernel register budgets).
 BOOST_AUTO_TEST_CASE(no_merge_kernel_spills_at_the_tuned_boxes) {
   namespace cb = lm::detail::cuda_backend;
-  auto check = [](auto kernel, const std::string& name) {
-    cudaFuncAttributes a{};
-    BOOST_REQUIRE_EQUAL(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel)), cudaSuccess);
-    BOOST_TEST_MESSAGE(name << ": " << a.numRegs << " registers, " << a.localSizeBytes << " B local");
-    BOOST_CHECK_MESSAGE(a.localSizeBytes == 0, name << " uses " << a.localSizeBytes << " bytes of local memory");
-  };
   auto for_types = [&](auto key, auto val, const char* what) {
     using K = decltype(key);
     using V = decltype(val);
@@ -482,8 +476,8 @@ BOOST_AUTO_TEST_CASE(no_merge_kernel_spills_at_the_tuned_boxes) {
     auto name = [&](auto box) {
       return std::string(what) + " " + std::to_string(decltype(box)::nt) + "x" + std::to_string(decltype(box)::vt);
     };
-    check(cb::merge_kernel<large, G, K*, VOut, lm::less<>>, name(large{}));
-    check(cb::merge_kernel<small, G, K*, VOut, lm::less<>>, name(small{}));
+    cuda_test::check_no_local_memory(cb::merge_kernel<large, G, K*, VOut, lm::less<>>, name(large{}));
+    cuda_test::check_no_local_memory(cb::merge_kernel<small, G, K*, VOut, lm::less<>>, name(small{}));
   };
   for_types(std::int32_t{}, char{}, "merge int32");
   for_types(std::int32_t{}, std::int32_t{}, "merge_by_key int32/int32");

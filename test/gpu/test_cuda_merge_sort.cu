@@ -465,12 +465,6 @@ BOOST_AUTO_TEST_CASE(sorts_on_two_streams) {
 // No merge pass spills registers at the tuned boxes (issue: per-kernel budgets).
 BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
   namespace cb = lm::detail::cuda_backend;
-  auto check = [](auto kernel, const char* name) {
-    cudaFuncAttributes a{};
-    BOOST_REQUIRE_EQUAL(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(kernel)), cudaSuccess);
-    BOOST_TEST_MESSAGE(name << ": " << a.numRegs << " registers, " << a.localSizeBytes << " B local");
-    BOOST_CHECK_MESSAGE(a.localSizeBytes == 0, name << " uses " << a.localSizeBytes << " bytes of local memory");
-  };
   auto for_types = [&](auto key, auto val, const char* what) {
     using K = decltype(key);
     using V = decltype(val);
@@ -479,11 +473,11 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
     using boxes = decltype(table::template boxes<1>());
     using bs = std::tuple_element_t<0, boxes>;
     using mb = std::tuple_element_t<1, boxes>;
-    check(cb::block_sort_kernel<bs, K, V, pairs, false, V*, lm::less<>>, what);
-    check(cb::pass_kernel<mb, 4, K, V, pairs, lm::less<>>, what);
-    check(cb::pass_kernel<mb, 2, K, V, pairs, lm::less<>>, what);
-    check(cb::pass_partition_kernel<4, K, lm::less<>>, what);
-    check(cb::pass_partition_kernel<2, K, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::block_sort_kernel<bs, K, V, pairs, false, V*, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_kernel<mb, 4, K, V, pairs, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_kernel<mb, 2, K, V, pairs, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_partition_kernel<4, K, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_partition_kernel<2, K, lm::less<>>, what);
   };
   for_types(std::int32_t{}, char{}, "int32 keys");
   for_types(std::int32_t{}, std::int32_t{}, "int32 pairs");
