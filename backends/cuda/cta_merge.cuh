@@ -41,7 +41,7 @@ struct two_ranges {
 // is coalesced: cub::LoadDirectStriped into registers (every load in flight
 // before the first store to shared memory), then one store each. Full tiles
 // skip the bounds checks. (Measured on an H100 against the hand-written loop
-// it replaced, with cub::WarpStore below: merge 2^20..2^28 within +-1%, sort
+// it replaced, with cub::WarpStore below: merge 2^20..2^28 within +-1.3%, sort
 // and search at 2^28 within 0.5%; and merge_kernel at 512x19 keys and 512x9
 // int64 no longer spills: 0 B of local memory, was 8 and 16 B.) Direct: a
 // partial tile stores each element as it comes instead (the merge-sort pass

@@ -18,8 +18,10 @@
 //
 // Sparse searches stream a long side for a few results; when only one side
 // writes and the other is sparse_ratio times longer, needle_search_kernel
-// instead searches each needle in the whole other side with a binary search
-// (one needle a thread in the tuned line), as thrust::lower_bound does.
+// instead searches each needle in the whole other side (one needle a thread in
+// the tuned line): with a 4-ary search while the needles are dense enough to
+// share lines (below quaternary_below), else a binary one, as
+// thrust::lower_bound does.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -411,9 +413,10 @@ struct is_needle_box_4<needle_box_4<NT, VT>> : std::true_type {};
 // The sparse search: each needle is searched in the whole haystack, as
 // thrust::lower_bound does, with the match flags, counts and equality runs of
 // sorted search. A thread takes vt consecutive needles and searches them in
-// lockstep: sorted needles that are neighbours take the same path through the
-// haystack until its last levels, so one thread's vt loads of a step mostly
-// fall in the same cache line, and the loads of different steps overlap. (Bracketing each tile's needles first, with
+// lockstep, binary or (Quaternary) 4-ary: sorted needles that are neighbours
+// take the same path through the haystack until its last levels, so one
+// thread's vt loads of a step mostly fall in the same cache line, and the
+// loads of different steps overlap. (Bracketing each tile's needles first, with
 // a global search for its first and last needle, was measured slower on an
 // H100: that search is a chain of dependent loads in front of the tile's own;
 // tiles of 7680 needles, 2^28 int32 keys with 1/4096 of them needles: 0.16 ms,
