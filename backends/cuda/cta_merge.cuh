@@ -71,22 +71,36 @@ __device__ __forceinline__ void load_tile(AIt a, int na, BIt b, int count, T* ds
   }
 }
 
-// load_tile for four runs r[0..3]: tile element j comes from run k, the last
-// with prefix[k] <= j (prefix[0] = 0), at offset j - prefix[k]. (Four base
-// pointers and 32-bit offsets, like load_tile: one 64-bit index per element
-// costs registers that spill. Hand-written: the same loads through
+// Where a 4-way merge-sort tile's elements come from: tile element j is
+// src[j + delta[k]] for the last piece k with start[k] <= j (start[0] = 0).
+template <int Ways>
+struct piece_map {
+  int start[Ways];
+  index_t delta[Ways];
+  __device__ __forceinline__ index_t operator()(int j) const {
+    return j < start[2] ? (j < start[1] ? delta[0] : delta[1]) : (j < start[3] ? delta[2] : delta[3]);
+  }
+};
+
+// load_tile for a 4-way merge-sort tile: its pieces of the runs, all in one
+// buffer, side by side in dst[0, count) as `pieces` maps them. The source
+// offset is picked with selects and each element loaded once, so the VT
+// loads go out with no branch between them (the same choice written as a
+// ternary of loads compiled to a branch per element, about 24 instructions
+// an element in sm_90 SASS); all are in flight before the first store to
+// shared memory. (Hand-written: the same loads through
 // cub::LoadDirectStriped and a four-run sequence took 26.52 ms against 25.11
-// for by-key sorts of 2^28 int32 pairs, H100.)
-template <int NT, int VT, bool Full, class T, class It>
-__device__ __forceinline__ void load_four_runs(const It (&r)[4], const int (&prefix)[4], int count, T* dst, int tid) {
+// for by-key sorts of 2^28 int32 pairs, H100. cp.async straight into shared
+// memory, with the next tile's copy overlapping the merge in a persistent
+// kernel, was slower still: 1.15 against 1.03 ms a 4-way pass at 2^28
+// int32 keys, H100.)
+template <int NT, int VT, bool Full, int Ways, class T>
+__device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>& pieces, int count, T* dst, int tid) {
   T x[VT];
 #pragma unroll
   for (int i = 0; i < VT; ++i) {
     const int j = NT * i + tid;
-    if (Full || j < count) {
-      x[i] = j < prefix[2] ? (j < prefix[1] ? r[0][j] : r[1][j - prefix[1]])
-                           : (j < prefix[3] ? r[2][j - prefix[2]] : r[3][j - prefix[3]]);
-    }
+    if (Full || j < count) x[i] = src[pieces(j) + j];
   }
 #pragma unroll
   for (int i = 0; i < VT; ++i) {
@@ -98,25 +112,24 @@ __device__ __forceinline__ void load_four_runs(const It (&r)[4], const int (&pre
 // Merges VT outputs from keys[a, a_end) and keys[b, b_end) (SerialMerge in
 // seeds/003): merged[i] is the i-th output and src[i] its tile offset. A key is
 // read only at an in-range offset (keys[0] stands in once a side is exhausted).
-// From output `next_at` on (never, by default) it merges the next problem,
-// keys[next_a, next_a_end) with keys[next_a_end, next_b_end), from its start.
-template <int VT, bounds Bounds = bounds::lower, class K, class Comp>
-__device__ __forceinline__ void serial_merge(const K* keys, int a, int a_end, int b, int b_end, K (&merged)[VT],
-                                             int (&src)[VT], Comp& comp, int next_at = VT, int next_a = 0,
-                                             int next_a_end = 0, int next_b_end = 0) {
+// Grouped: A's offsets from a_split on and B's from b_split on form a second
+// group that comes after the first whatever the keys, so that one walk merges
+// two pairs of pieces back to back (cta_merge_pairs).
+template <int VT, bounds Bounds = bounds::lower, bool Grouped = false, class K, class Comp>
+LIBMERGE_HOST_DEVICE __forceinline__ void serial_merge(const K* keys, int a, int a_end, int b, int b_end, K (&merged)[VT],
+                                             int (&src)[VT], Comp& comp, int a_split = 0, int b_split = 0) {
   K a_key = keys[a < a_end ? a : 0];
   K b_key = keys[b < b_end ? b : 0];
-#pragma unroll
+LIBMERGE_UNROLL
   for (int i = 0; i < VT; ++i) {
-    if (i == next_at) {
-      a = next_a;
-      a_end = next_a_end;
-      b = next_a_end;
-      b_end = next_b_end;
-      a_key = keys[a < a_end ? a : 0];
-      b_key = keys[b < b_end ? b : 0];
+    bool a_first;
+    if constexpr (Grouped) {
+      const bool a_later = a >= a_split, b_later = b >= b_split;
+      a_first = a_later == b_later ? a_goes_first<Bounds>(a_key, b_key, comp) : b_later;
+    } else {
+      a_first = a_goes_first<Bounds>(a_key, b_key, comp);
     }
-    const bool take_a = b >= b_end || (a < a_end && a_goes_first<Bounds>(a_key, b_key, comp));
+    const bool take_a = b >= b_end || (a < a_end && a_first);
     merged[i] = take_a ? a_key : b_key;
     src[i] = take_a ? a : b;
     if (take_a) {
@@ -136,30 +149,31 @@ __device__ __forceinline__ void serial_merge(const K* keys, int a, int a_end, in
 // keeps whichever it needs; the compiler drops the other). Bounds picks who
 // wins ties: lower, A (a stable merge); upper, B.
 template <int VT, bounds Bounds = bounds::lower, class K, class Comp>
-__device__ __forceinline__ void cta_merge(const K* keys, int na, int count, int tid, K (&merged)[VT], int (&src)[VT],
+LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge(const K* keys, int na, int count, int tid, K (&merged)[VT], int (&src)[VT],
                                           Comp& comp) {
   const int diag = VT * tid < count ? VT * tid : count;
   const int a = merge_path<Bounds, int>(keys, na, keys + na, count - na, diag, comp);
   serial_merge<VT, Bounds>(keys, a, na, na + diag - a, count, merged, src, comp);
 }
 
-// Two CTA merges side by side, the first level of a 4-way merge: outputs
-// [0, p2) merge keys[0, p1) with keys[p1, p2), outputs [p2, count) merge
-// keys[p2, p3) with keys[p3, count). A thread whose VT outputs straddle p2
-// finishes the first merge and starts the second at its diagonal 0, so every
-// thread does exactly VT outputs whatever the sizes.
+// Level 1 of a 4-way merge as one CTA merge: keys[0, na) holds piece 0 and,
+// from a_split on, piece 2; keys[na, count) piece 1 and, from b_split on,
+// piece 3. Ordered by (pair, key), these two sequences merge into
+// merge(piece 0, piece 1) followed by merge(piece 2, piece 3), each stable.
+// A thread's merge-path search runs in the pair its first output belongs to,
+// and its walk crosses into the second pair by itself (Grouped serial_merge):
+// the thread whose outputs straddle the two pairs needs no case of its own.
 template <int VT, class K, class Comp>
-__device__ __forceinline__ void cta_merge_two(const K* keys, int p1, int p2, int p3, int count, int tid,
-                                              K (&merged)[VT], int (&src)[VT], Comp& comp) {
-  const int j0 = VT * tid < count ? VT * tid : count;
-  const bool second = j0 >= p2;
-  const int lo = second ? p2 : 0;
-  const int a_end = second ? p3 : p1;
-  const int b_end = second ? count : p2;
-  const int diag = j0 - lo;
-  const int a = lo + merge_path<bounds::lower, int>(keys + lo, a_end - lo, keys + a_end, b_end - a_end, diag, comp);
-  serial_merge<VT>(keys, a, a_end, a_end + diag - (a - lo), b_end, merged, src, comp, second ? VT : p2 - j0, p2, p3,
-                   count);
+LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pairs(const K* keys, int na, int a_split, int b_split, int count, int tid,
+                                                K (&merged)[VT], int (&src)[VT], Comp& comp) {
+  const int diag = VT * tid < count ? VT * tid : count;
+  const int first = a_split + (b_split - na);  // outputs of the first pair
+  const bool second = diag >= first;
+  const int a0 = second ? a_split : 0, a1 = second ? na : a_split;
+  const int b0 = second ? b_split : na, b1 = second ? count : b_split;
+  const int d = diag - (second ? first : 0);
+  const int a = a0 + merge_path<bounds::lower, int>(keys + a0, a1 - a0, keys + b0, b1 - b0, d, comp);
+  serial_merge<VT, bounds::lower, true>(keys, a, na, b0 + (d - (a - a0)), count, merged, src, comp, a_split, b_split);
 }
 
 // Writes each thread's VT consecutive outputs (tile positions VT*tid + i) to

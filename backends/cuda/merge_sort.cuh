@@ -365,21 +365,20 @@ __device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
   return total;
 }
 
-// One thread per tile: where the tile starts in its group's runs. The thread
-// of a group's first tile also checks whether the group is in order already
-// (each run's first key not below the previous run's last), and thread 0
-// records which buffer the pass reads.
 // Samples for a 4-way pass's partition: for each group, the split of each
 // pair of runs (0 1 and 2 3) at every multiple of nv of the pair's merge,
 // samples[(group * 2 + pair) * stride + j] for rank j * nv (clamped to the
-// pair's size), stride = ceil(2 * width / nv) + 1. One thread a sample: a
-// plain merge-path search, as in a 2-way pass's partition.
+// pair's size), stride = ceil(2 * width / nv) + 1, and beside it the keys of
+// the pair's merge at ranks j * nv and j * nv - 1 (sample_keys[2i], [2i + 1];
+// unwritten where there is none), so that the partition's coarse search reads
+// these small arrays alone. One thread a sample: a plain merge-path search,
+// as in a 2-way pass's partition.
 __device__ __forceinline__ index_t sample_stride(index_t width, index_t nv) { return (2 * width + nv - 1) / nv + 1; }
 
 template <class K, class Comp>
 __global__ void __launch_bounds__(128)
     pair_sample_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass, sort_flags flags,
-                       index_t* samples, Comp comp) {
+                       index_t* samples, K* sample_keys, Comp comp) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   if (!flags.unsorted()) return;
@@ -393,61 +392,13 @@ __global__ void __launch_bounds__(128)
   const index_t j = i % stride;
   const run_group<2, K> g = group_at<2>(buf.keys(src), n, w, i / stride);
   const index_t size = group_size(g);
-  samples[i] = group_split(g, j * nv < size ? j * nv : size, comp).s[0];
+  const index_t rank = j * nv < size ? j * nv : size;
+  const index_t split = group_split(g, rank, comp).s[0];
+  samples[i] = split;
+  const run_half<4, K> pair{g.keys, g.len[0], g.keys + w, g.len[1]};
+  if (rank < size) sample_keys[2 * i] = pair.at(rank, split, comp);
+  if (rank > 0) sample_keys[2 * i + 1] = last_before(pair, rank, split, comp);
 }
-
-template <int Ways, class K, class Comp>
-__global__ void __launch_bounds__(128)
-    pass_partition_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass,
-                          sort_flags flags, run_split<Ways>* mp, const index_t* samples, Comp comp) {
-  wait_for_prerequisite_grid();
-  allow_dependent_launch();
-  const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
-  const index_t tile = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (!flags.unsorted()) {
-    if (tile == 0) flags.source(pass) = src;
-    return;
-  }
-  const pass_shape shape = pass_shape_of(plan, flags, n, nv);
-  if (tile == 0) {
-    flags.source(pass) = src;
-    flags.shapes[pass] = shape;  // the pass kernel's, without its divisions
-  }
-  if (tile >= shape.num_tiles) return;
-  const int group = static_cast<int>(tile) / shape.tiles_per_group;
-  const int local = static_cast<int>(tile) % shape.tiles_per_group;
-  const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
-  if (local == 0) {
-    bool in_order = true;
-#pragma unroll
-    for (int k = 1; k < Ways; ++k) {
-      if (g.len[k] > 0) in_order &= !comp(g.keys[k * shape.width], g.keys[k * shape.width - 1]);
-    }
-    if (!in_order) flags.has_work(pass) = 1;
-  }
-  half_samples hs{{nullptr, nullptr}, nv};  // 4-way passes: the group's pair samples
-  if (samples != nullptr) {
-    const index_t stride = sample_stride(shape.width, nv);
-    hs.s[0] = samples + static_cast<index_t>(group) * 2 * stride;
-    hs.s[1] = hs.s[0] + stride;
-  }
-  mp[tile] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
-}
-
-// The registers a merge-pass thread may use: like the merge kernel, many
-// threads per multiprocessor (the passes are bound by loads in flight), but
-// the two merge levels of a 4-way pass need more registers than the merge
-// kernel's 32, which spill: 2-way passes ask for three quarters of a full SM
-// (about 40 registers), 4-way passes and 16-byte elements (whose keys take
-// four registers each: 256x5 spilled at 40) for at least 1024 threads (64).
-// Larger elements get no limit.
-template <class Box, int Ways, std::size_t ElementBytes>
-inline constexpr int pass_ctas_per_sm = [] {
-  if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
-  const int ctas = (Ways == 2 && ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024) / Box::nt;
-  const int cap = sm_max_threads == 2048 ? 32 : 16;  // CTAs an SM holds
-  return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
-}();
 
 // The tile's piece of each run: [start[k], end[k]). A tile of a sorted input
 // ends where the next tile starts; whatever comp does, the pieces are clamped
@@ -480,57 +431,176 @@ __device__ __forceinline__ void clamp_pieces(const index_t (&len)[Ways], const i
   }
 }
 
-// Where a tile's output goes.
-template <class K, class V>
-struct tile_output {
-  K* keys;
-  V* vals;
+// What a pass tile needs, worked out by its partition kernel so that the pass
+// kernel's threads do none of the group's 64-bit geometry (that was a fifth
+// of a 4-way pass kernel's instructions, each thread of the CTA doing it all):
+// piece k is [at[k], at[k] + size[k]) of the source buffers, the output
+// starts at out, and the pieces are already clamped (clamp_pieces).
+template <int Ways>
+struct alignas(16) tile_desc {
+  index_t at[Ways];
+  index_t out;
+  std::uint16_t size[Ways];  // a tile holds at most 65535 elements (launch_box)
 };
 
-// One tile of a pass: piece k is [at[k], at[k] + size[k]) of the source
-// buffers (absolute positions: the group's geometry is done with before the
-// tile starts); `count` keys in all.
+// Tiles a partition block describes: its 128 threads find where 128
+// consecutive tiles start, and each tile but the last ends where the next
+// starts, so one search a block is spent on the next block's first tile.
+inline constexpr int partition_tiles = 127;
+
+// Where every tile of a pass starts in its group's runs (partition.cuh:
+// group_split), then each tile's descriptor. The thread of a group's first
+// tile also checks whether the group is in order already (each run's first
+// key not below the previous run's last), and thread 0 records which buffer
+// the pass reads.
+template <int Ways, class K, class Comp>
+__global__ void __launch_bounds__(partition_tiles + 1)
+    pass_partition_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass,
+                          sort_flags flags, tile_desc<Ways>* descs, const index_t* samples, const K* sample_keys,
+                          Comp comp) {
+  __shared__ run_split<Ways> starts[partition_tiles + 1];
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+  const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
+  if (!flags.unsorted()) {
+    if (tile == 0) flags.source(pass) = src;
+    return;
+  }
+  const pass_shape shape = pass_shape_of(plan, flags, n, nv);
+  if (tile == 0) {
+    flags.source(pass) = src;
+    flags.shapes[pass] = shape;  // the pass kernel's tile count
+  }
+  const bool mine = tile < shape.num_tiles;
+  const int group = static_cast<int>(mine ? tile : 0) / shape.tiles_per_group;
+  const int local = static_cast<int>(mine ? tile : 0) % shape.tiles_per_group;
+  const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
+  if (mine) {
+    if (local == 0) {
+      bool in_order = true;
+#pragma unroll
+      for (int k = 1; k < Ways; ++k) {
+        if (g.len[k] > 0) in_order &= !comp(g.keys[k * shape.width], g.keys[k * shape.width - 1]);
+      }
+      if (!in_order) flags.has_work(pass) = 1;
+    }
+    half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, nv};  // 4-way passes: the group's pair samples
+    if (samples != nullptr) {
+      const index_t stride = sample_stride(shape.width, nv);
+      const index_t first = static_cast<index_t>(group) * 2 * stride;
+      hs.s[0] = samples + first;
+      hs.s[1] = hs.s[0] + stride;
+      hs.keys[0] = sample_keys + 2 * first;
+      hs.keys[1] = hs.keys[0] + 2 * stride;
+    }
+    starts[threadIdx.x] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
+  }
+  __syncthreads();
+  if (!mine || threadIdx.x == partition_tiles) return;
+  const index_t size = group_size(g);
+  const index_t d0 = static_cast<index_t>(local) * nv;
+  const index_t d1 = d0 + nv < size ? d0 + nv : size;
+  index_t start[Ways], end[Ways];
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    start[k] = starts[threadIdx.x].s[k];
+    end[k] = d1 == size ? g.len[k] : starts[threadIdx.x + 1].s[k];
+  }
+  clamp_pieces(g.len, start, end, d1 - d0);
+  const index_t group_begin = static_cast<index_t>(group) * Ways * shape.width;
+  tile_desc<Ways> d;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    d.at[k] = group_begin + k * shape.width + start[k];
+    d.size[k] = static_cast<std::uint16_t>(end[k] - start[k]);
+  }
+  d.out = group_begin + d0;
+  descs[tile] = d;
+}
+
+// The registers a merge-pass thread may use: like the merge kernel, many
+// threads per multiprocessor (the passes are bound by loads in flight), but
+// the two merge levels of a 4-way pass need more registers than the merge
+// kernel's 32, which spill: 2-way passes ask for three quarters of a full SM
+// (about 40 registers), 4-way passes and 16-byte elements (whose keys take
+// four registers each: 256x5 spilled at 40) for at least 1024 threads (64).
+// Larger elements get no limit.
+template <class Box, int Ways, std::size_t ElementBytes>
+inline constexpr int pass_ctas_per_sm = [] {
+  if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
+  const int ctas = (Ways == 2 && ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024) / Box::nt;
+  const int cap = sm_max_threads == 2048 ? 32 : 16;  // CTAs an SM holds
+  return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
+}();
+
+// A 4-way tile's pieces side by side in shared memory in the order 0 2 | 1 3,
+// so that level 1 is a single CTA merge of (0 2) with (1 3)
+// (cta_merge_pairs) whose output is merge(0, 1) followed by merge(2, 3), and
+// level 2 merges those two halves. (2-way tiles hold run 0's piece, then run
+// 1's.)
+__device__ __forceinline__ piece_map<4> pieces_of(const tile_desc<4>& d) {
+  piece_map<4> m;
+  m.start[0] = 0;
+  m.start[1] = d.size[0];
+  m.start[2] = m.start[1] + d.size[2];
+  m.start[3] = m.start[2] + d.size[1];
+  m.delta[0] = d.at[0];
+  m.delta[1] = d.at[2] - m.start[1];
+  m.delta[2] = d.at[1] - m.start[2];
+  m.delta[3] = d.at[3] - m.start[3];
+  return m;
+}
+
+template <int Ways>
+__device__ __forceinline__ int count_of(const tile_desc<Ways>& d) {
+  int count = 0;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) count += d.size[k];
+  return count;
+}
+
+// One tile of a pass, the CTA's own (descs[blockIdx.x]): its pieces into
+// shared memory, merged in one or two levels and stored in the other
+// buffers. The output position is read from the descriptor (in L1) only at
+// the end: kept in registers through both merge levels, it made the 4-way
+// int32 kernel spill at its 64-register budget (ptxas -v, sm_90).
 template <class Box, int Ways, bool Full, class K, class V, bool WithValues, class Comp>
-__device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const index_t (&at_)[Ways],
-                                          const int (&size)[Ways], const tile_output<K, V>& out, int count,
-                                          unsigned char* smem, Comp& comp) {
+__device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>* descs,
+                                          const tile_desc<Ways>& d, int count, unsigned char* smem, Comp& comp) {
   using layout = merge_layout<K, V, WithValues, Box::nv>;
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
   V* vals = reinterpret_cast<V*>(smem + layout::vals);
   tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
   const int tid = static_cast<int>(threadIdx.x);
-
-  // The pieces side by side in shared memory; prefix[k]: where piece k starts.
-  int prefix[Ways];
-  int at = 0;
-#pragma unroll
-  for (int k = 0; k < Ways; ++k) {
-    prefix[k] = at;
-    at += size[k];
-  }
-  auto load = [&](auto* src_buffer, auto* dst) {
-    if constexpr (Ways == 2) {
-      // Keys only: a partial tile loads direct (held in registers, its checked
-      // values made the 512x15 kernel spill once the pass shape came from
-      // device memory; ptxas -v, sm_90). Pairs spill the other way round.
-      load_tile<Box::nt, Box::vt, Full, !WithValues>(src_buffer + at_[0], prefix[1], src_buffer + at_[1], count, dst,
-                                                     tid);
-    } else {
-      using P = decltype(src_buffer);
-      const P runs[4] = {src_buffer + at_[0], src_buffer + at_[1], src_buffer + at_[2], src_buffer + at_[3]};
-      load_four_runs<Box::nt, Box::vt, Full>(runs, prefix, count, dst, tid);
+  // Level 1's three offsets (4 ways), then nothing of the descriptor but its
+  // sizes: registers are tight here.
+  int a_split = 0, na = 0, b_split = 0;
+  if constexpr (Ways == 2) {
+    // Keys only: a partial tile loads direct (held in registers, its checked
+    // values made the 512x15 kernel spill once the pass shape came from
+    // device memory; ptxas -v, sm_90). Pairs spill the other way round.
+    load_tile<Box::nt, Box::vt, Full, !WithValues>(buf.keys(src) + d.at[0], d.size[0], buf.keys(src) + d.at[1], count,
+                                                   keys, tid);
+    if constexpr (WithValues) {
+      load_tile<Box::nt, Box::vt, Full>(buf.vals(src) + d.at[0], d.size[0], buf.vals(src) + d.at[1], count, vals, tid);
     }
-  };
-  load(buf.keys(src), keys);
-  if constexpr (WithValues) load(buf.vals(src), vals);
+  } else {
+    const piece_map<Ways> pieces = pieces_of(d);
+    load_pieces<Box::nt, Box::vt, Full>(buf.keys(src), pieces, count, keys, tid);
+    if constexpr (WithValues) load_pieces<Box::nt, Box::vt, Full>(buf.vals(src), pieces, count, vals, tid);
+    a_split = pieces.start[1];
+    na = pieces.start[2];
+    b_split = pieces.start[3];
+  }
   __syncthreads();
 
   K merged[Box::vt];
   int from[Box::vt];
   if constexpr (Ways == 4) {
-    // Level 1: (piece 0, piece 1) and (piece 2, piece 3), written back over
-    // the tile; each output's tile offset goes to `sources`.
-    cta_merge_two<Box::vt>(keys, prefix[1], prefix[2], prefix[3], count, tid, merged, from, comp);
+    // Level 1, written back over the tile; each output's tile offset goes to
+    // `sources`.
+    cta_merge_pairs<Box::vt>(keys, na, a_split, b_split, count, tid, merged, from, comp);
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < Box::vt; ++i) {
@@ -543,7 +613,7 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
     __syncthreads();
   }
   // The last level: the two halves.
-  cta_merge<Box::vt>(keys, Ways == 4 ? prefix[2] : prefix[1], count, tid, merged, from, comp);
+  cta_merge<Box::vt>(keys, Ways == 4 ? d.size[0] + d.size[1] : d.size[0], count, tid, merged, from, comp);
   if constexpr (WithValues) {
     // Each output's value sits at the tile offset its key came from (through
     // level 1's offsets for 4 ways).
@@ -559,10 +629,11 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
   } else {
     __syncthreads();
   }
-  store_warp_striped<Box::vt, Full>(merged, keys, out.keys, count, tid);
+  const index_t out_at = descs[blockIdx.x].out;
+  store_warp_striped<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out_at, count, tid);
   if constexpr (WithValues) {
     __syncthreads();
-    V* out_vals = out.vals;
+    V* out_vals = buf.vals(1 - src) + out_at;
 #pragma unroll
     for (int i = 0; i < Box::vt; ++i) {
       const int j = Box::nt * i + tid;
@@ -573,46 +644,23 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
 
 template <class Box, int Ways, class K, class V, bool WithValues, class Comp>
 __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K) + (WithValues ? sizeof(V) : 0)>)
-    pass_kernel(sort_buffers<K, V> buf, index_t n, int pass, sort_flags flags,
-                const run_split<Ways>* mp, Comp comp) {
+    pass_kernel(sort_buffers<K, V> buf, int pass, sort_flags flags, const tile_desc<Ways>* descs, Comp comp) {
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  // Three independent loads, issued together: at small sizes a pass is a
-  // chain of memory latencies.
+  const int tile = static_cast<int>(blockIdx.x);
   const int work = flags.has_work(pass);
   const int src = flags.source(pass);
-  const pass_shape shape = flags.shapes[pass];
-  const int tile = static_cast<int>(blockIdx.x);
-  if (!work || tile >= shape.num_tiles) return;
-  const int group = tile / shape.tiles_per_group;
-  const int local = tile % shape.tiles_per_group;
-  const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
-  const index_t size = group_size(g);
-  const index_t d0 = static_cast<index_t>(local) * Box::nv;
-  const index_t d1 = d0 + Box::nv < size ? d0 + Box::nv : size;
-  index_t start[Ways], end[Ways];
-  const bool last_in_group = d1 == size;
-#pragma unroll
-  for (int k = 0; k < Ways; ++k) {
-    start[k] = mp[tile].s[k];
-    end[k] = last_in_group ? g.len[k] : mp[tile + 1].s[k];
-  }
-  clamp_pieces(g.len, start, end, d1 - d0);
-  const index_t group_begin = static_cast<index_t>(group) * Ways * shape.width;
-  index_t at[Ways];
-  int piece[Ways];
-#pragma unroll
-  for (int k = 0; k < Ways; ++k) {
-    at[k] = group_begin + k * shape.width + start[k];
-    piece[k] = static_cast<int>(end[k] - start[k]);
-  }
-  const int count = static_cast<int>(d1 - d0);
-  const tile_output<K, V> out = {buf.keys(1 - src) + group_begin + d0, buf.vals(1 - src) + group_begin + d0};
+  const int num_tiles = flags.shapes[pass].num_tiles;
+  if (!work || tile >= num_tiles) return;
+  // Read in place, each field where it is used: a copy of the whole
+  // descriptor in registers made the 2-way pairs kernels spill (ptxas -v, sm_90).
+  const tile_desc<Ways>& d = descs[tile];
+  const int count = count_of(d);
   if (count == Box::nv) {
-    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, at, piece, out, count, smem, comp);
+    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, descs, d, count, smem, comp);
   } else {
-    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, at, piece, out, count, smem, comp);
+    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, descs, d, count, smem, comp);
   }
 }
 
@@ -732,33 +780,38 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   auto pass4 = pass_kernel<Box, MaxWays, K, V, WithValues, Comp>;
   const std::size_t bs_smem = sizeof(typename types::temp_storage);
   prepare_shared_memory(bs_kernel, bs_smem, dev, BsBox::nt, BsBox::vt, algorithm);
+  constexpr std::size_t pass_smem = layout::bytes;
   if (num_passes > 0) {
-    prepare_shared_memory(pass2, layout::bytes, dev, Box::nt, Box::vt, algorithm);
-    if constexpr (MaxWays == 4) prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
+    prepare_shared_memory(pass2, pass_smem, dev, Box::nt, Box::vt, algorithm);
+    if constexpr (MaxWays == 4) prepare_shared_memory(pass4, pass_smem, dev, Box::nt, Box::vt, algorithm);
   }
 
-  // One allocation: the scratch copy of keys and values, the flags and the
-  // partitions of the largest pass. Taken before anything runs, so a failed
+  // One allocation: the scratch copy of keys and values, the flags, the tile
+  // descriptors of the largest pass and the pair samples. Taken before anything runs, so a failed
   // allocation leaves the caller's data as it was.
   const cudaStream_t stream = policy.stream();
   const std::size_t scratch_keys = num_passes > 0 ? bytes_of<K>(n) : 0;
   const std::size_t scratch_vals = num_passes > 0 && WithValues ? bytes_of<V>(n) : 0;
   const std::size_t flag_bytes = align_up(sort_flags::bytes(num_passes), 256);
-  const std::size_t split_bytes = align_up(sizeof(run_split<4>) * static_cast<std::size_t>(max_tiles + 1), 256);
+  // Tile descriptors: one for every CTA of the largest pass grid.
+  const std::size_t desc_bytes =
+      align_up((max_ways == 4 ? sizeof(tile_desc<4>) : sizeof(tile_desc<2>)) * static_cast<std::size_t>(max_tiles), 256);
   // 4-way passes: the pair samples, groups * 2 * (ceil(2w / nv) + 1) of them
   // for runs of w, which is at most 5 n / nv + n / bs_nv + 4 for any w from a
   // block-sort tile up (+ 8: the rounding of both quotients).
   const index_t max_samples =
       max_ways == 4 ? 5 * ((n + Box::nv - 1) / Box::nv) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
-  const std::size_t sample_bytes = sizeof(index_t) * static_cast<std::size_t>(max_samples);
-  const std::size_t temp_bytes = scratch_keys + scratch_vals + flag_bytes + split_bytes + sample_bytes;
+  const std::size_t sample_bytes = align_up(sizeof(index_t) * static_cast<std::size_t>(max_samples), 256);
+  const std::size_t sample_key_bytes = align_up(2 * sizeof(K) * static_cast<std::size_t>(max_samples), 256);
+  const std::size_t temp_bytes = scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes + sample_key_bytes;
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
   unsigned char* t = temp.template as<unsigned char>();
   const sort_buffers<K, V> buf{keys, reinterpret_cast<K*>(t), vals, reinterpret_cast<V*>(t + scratch_keys)};
   unsigned char* flag_memory = t + scratch_keys + scratch_vals;
   const sort_flags flags = sort_flags::at(flag_memory, num_passes);
-  void* splits = t + scratch_keys + scratch_vals + flag_bytes;
-  auto* samples = reinterpret_cast<index_t*>(t + scratch_keys + scratch_vals + flag_bytes + split_bytes);
+  void* descs = t + scratch_keys + scratch_vals + flag_bytes;
+  auto* samples = reinterpret_cast<index_t*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes);
+  auto* sample_keys = reinterpret_cast<K*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes);
 
   check_cuda(cudaMemsetAsync(flag_memory, 0, sort_flags::bytes(num_passes), stream), algorithm, "cudaMemsetAsync");
   constexpr int check_nt = 256;
@@ -770,23 +823,23 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   const sort_buffers<K, char> key_buf{buf.keys0, buf.keys1, nullptr, nullptr};
   for (int p = 0; p < num_passes; ++p) {
     const pass_plan& s = passes[p];
-    const index_t part_blocks = (s.launch_tiles + 127) / 128;
+    const index_t part_blocks = (s.launch_tiles + partition_tiles - 1) / partition_tiles;
     if (s.ways == 2) {
-      auto* mp = static_cast<run_split<2>*>(splits);
-      launch(pass_partition_kernel<2, K, Comp>, part_blocks, 128, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, mp,
-             static_cast<const index_t*>(nullptr), comp);
-      launch(pass2, s.launch_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, p,
-             flags, static_cast<const run_split<2>*>(mp), comp);
+      auto* d = static_cast<tile_desc<2>*>(descs);
+      launch(pass_partition_kernel<2, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
+             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, d,
+             static_cast<const index_t*>(nullptr), static_cast<const K*>(nullptr), comp);
+      launch(pass2, s.launch_tiles, Box::nt, pass_smem, stream, true, dev, algorithm, "pass_kernel", buf, p, flags,
+             static_cast<const tile_desc<2>*>(d), comp);
     } else if constexpr (MaxWays == 4) {
-      auto* mp = static_cast<run_split<4>*>(splits);
+      auto* d = static_cast<tile_desc<4>*>(descs);
       launch(pair_sample_kernel<K, Comp>, (max_samples + 127) / 128, 128, 0, stream, true, dev, algorithm,
-             "pair_sample_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, samples, comp);
-      launch(pass_partition_kernel<4, K, Comp>, part_blocks, 128, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, mp,
-             static_cast<const index_t*>(samples), comp);
-      launch(pass4, s.launch_tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, n, p,
-             flags, static_cast<const run_split<4>*>(mp), comp);
+             "pair_sample_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, samples, sample_keys, comp);
+      launch(pass_partition_kernel<4, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
+             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, d,
+             static_cast<const index_t*>(samples), static_cast<const K*>(sample_keys), comp);
+      launch(pass4, s.launch_tiles, Box::nt, pass_smem, stream, true, dev, algorithm, "pass_kernel", buf, p, flags,
+             static_cast<const tile_desc<4>*>(d), comp);
     }
   }
   if (num_passes > 0) {
@@ -809,7 +862,7 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
     std::fprintf(stderr, " (widths from the block-sort tile; sorted runs of more start the passes at their width)");
     std::fprintf(stderr, "\n");
     print_plan<Box>(dev, algorithm, "merge passes", kernel_arch(reinterpret_cast<const void*>(pass4), dev, algorithm),
-                    tuned, max_tiles, temp_bytes, layout::bytes);
+                    tuned, max_tiles, temp_bytes, pass_smem);
   }
 }
 

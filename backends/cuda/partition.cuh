@@ -154,7 +154,7 @@ struct run_half {
   index_t ny;
   LIBMERGE_HOST_DEVICE index_t size() const { return Ways == 4 ? nx + ny : nx; }
   template <class Comp>
-  __device__ K at(index_t i, index_t split, Comp& comp) const {
+  LIBMERGE_HOST_DEVICE K at(index_t i, index_t split, Comp& comp) const {
     if constexpr (Ways == 2) {
       return x[i];
     } else {
@@ -176,7 +176,7 @@ struct known_split {
 // binary searches advance in lockstep so that their loads are in flight
 // together.
 template <int Ways, class K, class Comp>
-__device__ __forceinline__ void inner_splits(const run_half<Ways, K>& h0, index_t c0, known_split lo0, known_split hi0,
+LIBMERGE_HOST_DEVICE __forceinline__ void inner_splits(const run_half<Ways, K>& h0, index_t c0, known_split lo0, known_split hi0,
                                              const run_half<Ways, K>& h1, index_t c1, known_split lo1,
                                              known_split hi1, index_t& s0, index_t& s1, Comp& comp) {
   if constexpr (Ways == 2) {
@@ -218,7 +218,7 @@ __device__ __forceinline__ void inner_splits(const run_half<Ways, K>& h0, index_
 // The element of rank r - 1 of a half whose split at rank r is s: the later,
 // in the merge's order, of x[s - 1] and y[r - s - 1].
 template <class K, class Comp>
-__device__ __forceinline__ K last_before(const run_half<4, K>& h, index_t r, index_t s, Comp& comp) {
+LIBMERGE_HOST_DEVICE __forceinline__ K last_before(const run_half<4, K>& h, index_t r, index_t s, Comp& comp) {
   const index_t t = r - s;
   if (s == 0) return h.y[t - 1];
   if (t == 0) return h.x[s - 1];
@@ -226,14 +226,18 @@ __device__ __forceinline__ K last_before(const run_half<4, K>& h, index_t r, ind
 }
 
 // Samples of both halves' inner splits at every multiple of nv (rank j * nv
-// of half h splits at samples[h][j]; pair_sample_kernel writes them). A
-// 4-way tile starts at a multiple of nv, so probes of the outer search at
-// multiples of nv need only samples: a first search over those finds the nv
-// ranks the split lies in, and brackets every inner search after it to one
-// tile's worth of each run, which stays in L2. (Passed by value, s[0] null
-// for none: a pointer to it would put it in local memory.)
+// of half h splits at s[h][j]; pair_sample_kernel writes them) and the
+// half's elements around each: keys[h][2j] of rank j * nv, keys[h][2j + 1]
+// of rank j * nv - 1. A 4-way tile starts at a multiple of nv, so probes of
+// the outer search at multiples of nv need only samples: a first search over
+// those (small arrays, in L2) finds the nv ranks the split lies in, and
+// brackets every inner search after it to one tile's worth of each run.
+// (Passed by value, s[0] null for none: a pointer to it would put it in
+// local memory.)
+template <class K>
 struct half_samples {
   const index_t* s[2];
+  const K* keys[2];
   index_t nv;
 };
 
@@ -244,8 +248,8 @@ struct half_samples {
 // runs of w, instead of log2(w)^2). With samples (4 ways, d a multiple of
 // samples.nv), the search starts inside one sample interval.
 template <int Ways, class K, class Comp>
-__device__ run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, Comp& comp,
-                                       half_samples samples = {{nullptr, nullptr}, 1}) {
+LIBMERGE_HOST_DEVICE run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, Comp& comp,
+                                       half_samples<K> samples = {{nullptr, nullptr}, {nullptr, nullptr}, 1}) {
   run_split<Ways> r;
   if constexpr (Ways == 2) {
     (void)samples;
@@ -260,8 +264,8 @@ __device__ run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, C
     index_t hi = d < n0 ? d : n0;
     known_split k0_lo{0, 0}, k0_hi{n0, h0.nx}, k1_lo{0, 0}, k1_hi{n1, h1.nx};
     if (samples.s[0] != nullptr && lo < hi) {
-      // Outer probes at m = j * nv: half 0's element of rank m follows its
-      // sample j; half 1's of rank d - 1 - m precedes its sample L - j.
+      // Outer probes at m = j * nv: half 0's element of rank m and half 1's of
+      // rank d - 1 - m, which are sample keys of j and L - j.
       const index_t nv = samples.nv, L = d / nv;
       const index_t* s0 = samples.s[0];
       const index_t* s1 = samples.s[1];
@@ -269,9 +273,7 @@ __device__ run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, C
       const index_t first = a, last = b;
       while (a < b) {
         const index_t j = a + (b - a) / 2;
-        const index_t m = j * nv;
-        if (a_goes_first<bounds::lower>(h0.at(m, s0[j], comp), last_before(h1, (L - j) * nv, s1[L - j], comp),
-                                        comp)) {
+        if (a_goes_first<bounds::lower>(samples.keys[0][2 * j], samples.keys[1][2 * (L - j) + 1], comp)) {
           a = j + 1;
         } else {
           b = j;

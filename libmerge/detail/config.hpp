@@ -14,6 +14,14 @@
 #define LIBMERGE_HAS_CUDA 0
 #endif
 
+// `#pragma unroll` for loops in code that host and device share: nvcc's
+// device pass reads it, the host compiler would warn of an unknown pragma.
+#if defined(__CUDA_ARCH__)
+#define LIBMERGE_UNROLL _Pragma("unroll")
+#else
+#define LIBMERGE_UNROLL
+#endif
+
 namespace libmerge {
 
 // Counts and positions are 64-bit everywhere: inputs beyond 2^31 elements are
