@@ -3,7 +3,7 @@
 // custom comparator (which runs CUB's merge sort) and, as the
 // non-comparison reference, cub::DeviceRadixSort, all in the same run.
 //
-//   libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--profile] [--profile-log2 K] [--log2 K]... [--runs R] [--json FILE]
+//   libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--launch] [--profile] [--profile-log2 K] [--log2 K]... [--runs R] [--json FILE]
 //
 // Method: every timed run sorts a fresh copy of the same input (copied in,
 // then a write of 4x the L2 size, both outside the timing), timed with CUDA
@@ -12,9 +12,13 @@
 // checked once against CUB's (both sorts are stable, so they must be equal).
 // --tune times several launch boxes of lm against CUB at 2^24 and 2^28,
 // --tune-small smaller boxes at 2^16 to 2^22, --tune-wide 256-thread boxes
-// for 16- and 8-byte keys and pairs at 2^24 and 2^28; --profile runs one sort
+// for 16- and 8-byte keys and pairs at 2^24 and 2^28; --launch prints, at
+// 2^16 to 2^22, how long the host takes to enqueue one sort (the call with
+// nothing timed on the GPU: when it is close to the GPU time, the GPU waits
+// for the host) beside the GPU time, for lm and CUB; --profile runs one sort
 // of 2^28 int32 keys of each implementation, for ncu (--profile-log2 K: 2^K).
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -44,7 +48,7 @@ namespace lm = libmerge;
 namespace {
 
 struct options {
-  bool quick = false, tune = false, tune_small = false, tune_wide = false, profile = false;
+  bool quick = false, tune = false, tune_small = false, tune_wide = false, launch = false, profile = false;
   int runs = 15;
   int profile_log2 = 28;
   std::vector<int> sizes;  // --log2 K (repeatable): only these sizes
@@ -386,13 +390,14 @@ int main(int argc, char** argv) {
     else if (a == "--tune") opt.tune = true;
     else if (a == "--tune-small") opt.tune_small = true;
     else if (a == "--tune-wide") opt.tune_wide = true;
+    else if (a == "--launch") opt.launch = true;
     else if (a == "--log2" && i + 1 < argc) opt.sizes.push_back(std::atoi(argv[++i]));
     else if (a == "--profile") opt.profile = true;
     else if (a == "--profile-log2" && i + 1 < argc) opt.profile = true, opt.profile_log2 = std::atoi(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
     else {
-      std::fprintf(stderr, "usage: libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--profile] [--profile-log2 K] [--log2 K]... [--runs R] [--json FILE]\n");
+      std::fprintf(stderr, "usage: libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--launch] [--profile] [--profile-log2 K] [--log2 K]... [--runs R] [--json FILE]\n");
       return 2;
     }
   }
@@ -425,6 +430,35 @@ int main(int argc, char** argv) {
       cuda_check(cudaStreamSynchronize(s), "profile");
       return 0;
     }
+    if (opt.launch) {
+      std::printf("%-12s %5s %-22s %12s %12s\n", "type", "log2n", "implementation", "enqueue us", "GPU ms");
+      for (int lg : opt.sizes.empty() ? std::vector<int>{16, 18, 20, 22} : opt.sizes) {
+        const long long n = 1LL << lg;
+        sort_case<std::int32_t, void, int_less> c(ctx, "int32", shape::random, n, int_less{},
+                                                  make_keys<std::int32_t>(n, shape::random, 1));
+        auto enqueue_us = [&](auto&& sort) {  // median host time of the call alone
+          std::vector<double> t;
+          for (int i = 0; i < 30; ++i) {
+            c.setup();
+            cuda_check(cudaStreamSynchronize(s), "sync");
+            const auto t0 = std::chrono::steady_clock::now();
+            sort();
+            const auto t1 = std::chrono::steady_clock::now();
+            cuda_check(cudaStreamSynchronize(s), "sync");
+            if (i >= 5) t.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+          }
+          std::sort(t.begin(), t.end());
+          return t[t.size() / 2];
+        };
+        auto su = [&] { c.setup(); };
+        auto lm_sort = [&] { c.run_lm(lm::cuda::par.on(s).with_allocator(ctx.temp)); };
+        auto cub_sort = [&] { c.run_cub(); };
+        std::printf("%-12s %5d %-22s %12.1f %12.4f\n", "int32", lg, "lm", enqueue_us(lm_sort), timer.median_ms(su, lm_sort));
+        std::printf("%-12s %5d %-22s %12.1f %12.4f\n", "int32", lg, "cub::DeviceMergeSort", enqueue_us(cub_sort),
+                    timer.median_ms(su, cub_sort));
+      }
+      return 0;
+    }
     std::vector<int> sizes = opt.quick ? std::vector<int>{16, 20, 24} : std::vector<int>{16, 18, 20, 22, 24, 26, 28};
     if (opt.tune) sizes = {24, 28};
     if (opt.tune_small) sizes = {16, 18, 20, 22};
@@ -455,7 +489,8 @@ int main(int argc, char** argv) {
         using lm::launch_box;
         using lm::launch_boxes;
         sort_case<std::int32_t, void, int_less> k(ctx, "int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 1));
-        k.tune(launch_boxes<launch_box<256, 15>, launch_box<256, 15>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 15>>{},
+        k.tune(launch_boxes<launch_box<1024, 19>, launch_box<256, 17>>{}, launch_boxes<launch_box<1024, 17>, launch_box<256, 17>>{},
+               launch_boxes<launch_box<256, 15>, launch_box<256, 15>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 15>>{},
                launch_boxes<launch_box<128, 15>, launch_box<128, 15>>{}, launch_boxes<launch_box<256, 15>, launch_box<128, 15>>{},
                launch_boxes<launch_box<128, 17>, launch_box<256, 11>>{}, launch_boxes<launch_box<256, 11>, launch_box<256, 11>>{},
                launch_boxes<launch_box<512, 15>, launch_box<256, 15>>{}, launch_boxes<launch_box<128, 11>, launch_box<128, 11>>{});
@@ -476,10 +511,12 @@ int main(int argc, char** argv) {
         // 4-way passes (7 at 2^28; the tuned line takes 4 from 2^26 on).
         k.tune(launch_boxes<launch_box<512, 33>, launch_box<256, 17>>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 17>, 4>{},
                launch_boxes<launch_box<512, 33>, launch_box<256, 15>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<128, 17>, 4>{},
-               launch_boxes<launch_box<512, 33>, launch_box<512, 15>, 4>{});
+               launch_boxes<launch_box<512, 33>, launch_box<512, 15>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<512, 17>, 4>{},
+               launch_boxes<launch_box<512, 33>, launch_box<1024, 17>, 4>{});
         sort_case<std::int32_t, std::int32_t, int_less> p(ctx, "int32/int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 2));
         p.tune(launch_boxes<launch_box<1024, 17>, launch_box<256, 9>>{}, launch_boxes<launch_box<1024, 17>, launch_box<256, 9>, 4>{},
-               launch_boxes<launch_box<1024, 17>, launch_box<128, 9>, 4>{});
+               launch_boxes<launch_box<1024, 17>, launch_box<128, 9>, 4>{}, launch_boxes<launch_box<1024, 17>, launch_box<512, 9>, 4>{},
+               launch_boxes<launch_box<1024, 17>, launch_box<1024, 9>, 4>{});
         continue;
       }
       const shape shapes[] = {shape::random, shape::sorted, shape::reversed, shape::runs16, shape::nearly};
