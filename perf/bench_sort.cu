@@ -15,7 +15,9 @@
 // for 16- and 8-byte keys and pairs at 2^24 and 2^28; --launch prints, at
 // 2^16 to 2^22, how long the host takes to enqueue one sort (the call with
 // nothing timed on the GPU: when it is close to the GPU time, the GPU waits
-// for the host) beside the GPU time, for lm and CUB; --profile runs one sort
+// for the host) beside the GPU time, and the GPU time of the same sort
+// replayed from a CUDA graph (no host work between kernels), for lm and
+// CUB; --profile runs one sort
 // of 2^28 int32 keys of each implementation, for ncu (--profile-log2 K: 2^K).
 #include <algorithm>
 #include <chrono>
@@ -431,7 +433,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (opt.launch) {
-      std::printf("%-12s %5s %-22s %12s %12s\n", "type", "log2n", "implementation", "enqueue us", "GPU ms");
+      std::printf("%-12s %5s %-22s %12s %12s %12s\n", "type", "log2n", "implementation", "enqueue us", "GPU ms",
+                  "graph ms");
       for (int lg : opt.sizes.empty() ? std::vector<int>{16, 18, 20, 22} : opt.sizes) {
         const long long n = 1LL << lg;
         sort_case<std::int32_t, void, int_less> c(ctx, "int32", shape::random, n, int_less{},
@@ -450,12 +453,27 @@ int main(int argc, char** argv) {
           std::sort(t.begin(), t.end());
           return t[t.size() / 2];
         };
+        // The same sort captured in a CUDA graph and replayed: GPU time with
+        // no host work between the kernels.
+        auto graph_ms = [&](auto&& sort) {
+          cudaGraph_t graph;
+          cudaGraphExec_t exec;
+          cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "capture");
+          sort();
+          cuda_check(cudaStreamEndCapture(s, &graph), "capture");
+          cuda_check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+          const double ms = timer.median_ms([&] { c.setup(); }, [&] { cuda_check(cudaGraphLaunch(exec, s), "graph"); });
+          cudaGraphExecDestroy(exec);
+          cudaGraphDestroy(graph);
+          return ms;
+        };
         auto su = [&] { c.setup(); };
         auto lm_sort = [&] { c.run_lm(lm::cuda::par.on(s).with_allocator(ctx.temp)); };
         auto cub_sort = [&] { c.run_cub(); };
-        std::printf("%-12s %5d %-22s %12.1f %12.4f\n", "int32", lg, "lm", enqueue_us(lm_sort), timer.median_ms(su, lm_sort));
-        std::printf("%-12s %5d %-22s %12.1f %12.4f\n", "int32", lg, "cub::DeviceMergeSort", enqueue_us(cub_sort),
-                    timer.median_ms(su, cub_sort));
+        std::printf("%-12s %5d %-22s %12.1f %12.4f %12.4f\n", "int32", lg, "lm", enqueue_us(lm_sort),
+                    timer.median_ms(su, lm_sort), graph_ms(lm_sort));
+        std::printf("%-12s %5d %-22s %12.1f %12.4f %12.4f\n", "int32", lg, "cub::DeviceMergeSort", enqueue_us(cub_sort),
+                    timer.median_ms(su, cub_sort), graph_ms(cub_sort));
       }
       return 0;
     }

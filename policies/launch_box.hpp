@@ -90,9 +90,12 @@ inline constexpr merge_line merge[] = {
 // take 2. Values per thread count 4-byte keys (vt_keys) or pairs of 4-byte
 // keys and values (vt_pairs) and scale with scale_vt. Keys of 8 bytes or more
 // (no values) have boxes of their own: wide_nt threads in both stages, per
-// thread bs_vt_wide and vt_wide 8-byte keys, scaled for larger ones. sm_90 was
-// tuned on an H100 (docs/cuda-merge-sort.md); the other lines are untuned
-// copies.
+// thread bs_vt_wide and vt_wide 8-byte keys, scaled for larger ones. Sorts of
+// 2^large_log2_keys keys or more (2^large_log2_pairs with values; 0: none)
+// merge in tiles of large_nt threads, same vt: every pass tile costs one
+// search in the pass's partition, whose time grows with the tile count at
+// the largest sizes. sm_90 was tuned on an H100 (docs/cuda-merge-sort.md);
+// the other lines are untuned copies.
 struct merge_sort_line {
   int arch;
   int bs_nt_keys;
@@ -108,6 +111,9 @@ struct merge_sort_line {
   int wide_nt;
   int bs_vt_wide;
   int vt_wide;
+  int large_nt;
+  int large_log2_keys;
+  int large_log2_pairs;
 };
 
 // sm_90, measured on an H100 at 2^16 to 2^28 (docs/cuda-merge-sort.md):
@@ -117,15 +123,18 @@ struct merge_sort_line {
 // 512x15 / 512x15; pairs 28.07 against 29.13 ms at 256x17 / 512x9). 4-way
 // passes (7 at 2^28) from 2^26 keys and 2^24 pairs on: 12.96 and 25.08 ms at
 // 2^28; below, 2-way passes win (keys at 2^25: 1.60 against 1.70 ms), and
-// for pairs at 2^24 4-way ones already do (1.49 against 1.55 ms). Wide keys:
-// 256x19 / 256x11 for int64 (1.17x CUB at 2^28, against 1.05x with the
-// 4-byte line scaled to 512x7), which scales to 256x9 / 256x5 for 16-byte
-// keys (1.45x, against 1.14x at 512x3).
+// for pairs at 2^24 4-way ones already do (1.49 against 1.55 ms). Pairs from
+// 2^27 on pass in 512x9 tiles: 21.38 against 23.77 ms at 2^28, 10.59
+// against 10.87 at 2^27, but 5.14 against 5.02 at 2^26 (keys: 1% better at
+// 2^28 with 512x17, worse below, so none). Wide keys: 256x19 / 256x11 for
+// int64 (1.17x CUB at 2^28, against 1.05x with the 4-byte line scaled to
+// 512x7), which scales to 256x9 / 256x5 for 16-byte keys (1.45x, against
+// 1.14x at 512x3).
 inline constexpr merge_sort_line merge_sort[] = {
-    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11},  // untuned
-    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11},
-    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11},   // untuned
-    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7},        // untuned
+    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 0, 27},  // untuned
+    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 0, 27},
+    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 0, 27},   // untuned
+    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7, 256, 0, 0},         // untuned
 };
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and

@@ -709,6 +709,9 @@ struct merge_sort_table {
     }
     return nt;
   }
+  // Line I's boxes: the block sort's, the passes', the ways and the size
+  // (log2) from which passes are 4-way; then the passes' box of large sorts
+  // and the size (log2) from which it is used (0: never).
   template <std::size_t I>
   static constexpr auto boxes() {
     constexpr auto l = lines[I];
@@ -717,9 +720,12 @@ struct merge_sort_table {
     constexpr std::size_t pass_bytes = element_bytes + (pairs ? sizeof(tile_offset) : 0);
     constexpr int bs_nt = wide ? l.wide_nt : (pairs ? l.bs_nt_pairs : l.bs_nt_keys);
     constexpr int nt = wide ? l.wide_nt : l.nt;
+    constexpr int large_log2 = wide ? 0 : (pairs ? l.large_log2_pairs : l.large_log2_keys);
     return std::tuple<launch_box<shrink(bs_nt, bs_vt_, bs_bytes, true), bs_vt_>,
                       launch_box<shrink(nt, vt_, pass_bytes, false), vt_>, std::integral_constant<int, wide ? 2 : l.ways>,
-                      std::integral_constant<int, pairs ? l.four_way_log2_pairs : l.four_way_log2>>{};
+                      std::integral_constant<int, pairs ? l.four_way_log2_pairs : l.four_way_log2>,
+                      launch_box<shrink(l.large_nt, vt_, pass_bytes, false), vt_>,
+                      std::integral_constant<int, large_log2>>{};
   }
 };
 
@@ -867,9 +873,10 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
 }
 
 // The boxes of this call: the policy's (one for both stages, or two), else
-// the tuning table's line for the architecture the block sort was compiled for.
+// the tuning table's line for the architecture the block sort was compiled
+// for, with the large sorts' pass box from its size on.
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp, class F>
-void with_sort_boxes(const device_info& dev, const char* algorithm, F&& f) {
+void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F&& f) {
   using Box = typename Policy::box_type;
   if constexpr (std::is_same_v<Box, tuned_launch_box>) {
     using table = merge_sort_table<K, std::conditional_t<WithValues, V, void>>;
@@ -877,7 +884,13 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, F&& f) {
                             [](auto bs_box, auto...) {
                               return block_sort_kernel<decltype(bs_box), K, V, WithValues, Indices, ValsIn, Comp>;
                             },
-                            f);
+                            [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto large_box, auto large_log2) {
+                              constexpr int from = decltype(large_log2)::value;
+                              if constexpr (from > 0) {
+                                if (n >= (index_t(1) << from)) return f(bs_box, large_box, ways, four_way_log2);
+                              }
+                              f(bs_box, box, ways, four_way_log2);
+                            });
   } else if constexpr (std::is_same_v<Box, typename merge_box_of<Box>::type>) {
     f(Box{}, Box{}, std::integral_constant<int, 2>{}, std::integral_constant<int, 0>{});
   } else {
@@ -920,7 +933,7 @@ void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, Va
     throw_element_too_large(algorithm, bytes);
   } else {
     with_sort_boxes<Policy, K, V, with_values, indices, ValsInD, Comp>(
-        dev, algorithm, [&](auto bs_box, auto box, auto ways, auto four_way_log2) {
+        dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2) {
           launch_merge_sort<decltype(bs_box), decltype(box), decltype(ways)::value, decltype(four_way_log2)::value,
                             Policy, K, V, with_values,
                             indices>(policy, dev, d_keys, n, d_vals_in, vals, comp, algorithm);

@@ -203,6 +203,11 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
                       "boxes 32x1 32x2", 202);
   sweep<record>(lm::cuda::par.with(lm::launch_box<256, 4>{}, lm::launch_box<64, 9>{}), 256 * 4, 64 * 9, record_less(),
                 "record boxes 256x4 64x9", 203);
+  // The tuned boxes of by-key sorts from 2^27 on (1024x17 block sort, 512x9
+  // 4-way passes), at sizes the tests can afford; sweep sorts by key too.
+  using large_pairs = lm::launch_boxes<lm::launch_box<1024, 17>, lm::launch_box<512, 9>, 4>;
+  sweep<std::int32_t>(lm::cuda::par.with(large_pairs{}), 1024 * 17, 512 * 9, lm::less<>(), "boxes 1024x17 512x9 4-way",
+                      206);
 }
 
 BOOST_AUTO_TEST_CASE(sort_structured_inputs) {
@@ -473,9 +478,12 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
     using boxes = decltype(table::template boxes<1>());
     using bs = std::tuple_element_t<0, boxes>;
     using mb = std::tuple_element_t<1, boxes>;
+    using large = std::tuple_element_t<4, boxes>;  // the passes' box of large sorts
     cuda_test::check_no_local_memory(cb::block_sort_kernel<bs, K, V, pairs, false, V*, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_kernel<mb, 4, K, V, pairs, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_kernel<mb, 2, K, V, pairs, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_kernel<large, 4, K, V, pairs, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_kernel<large, 2, K, V, pairs, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_partition_kernel<4, K, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_partition_kernel<2, K, lm::less<>>, what);
   };
