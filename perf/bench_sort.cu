@@ -530,7 +530,8 @@ int main(int argc, char** argv) {
         k.tune(launch_boxes<launch_box<512, 33>, launch_box<256, 17>>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 17>, 4>{},
                launch_boxes<launch_box<512, 33>, launch_box<256, 15>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<128, 17>, 4>{},
                launch_boxes<launch_box<512, 33>, launch_box<512, 15>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<512, 17>, 4>{},
-               launch_boxes<launch_box<512, 33>, launch_box<1024, 17>, 4>{});
+               launch_boxes<launch_box<512, 33>, launch_box<1024, 17>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 19>, 4>{},
+               launch_boxes<launch_box<512, 33>, launch_box<256, 21>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 23>, 4>{});
         sort_case<std::int32_t, std::int32_t, int_less> p(ctx, "int32/int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 2));
         p.tune(launch_boxes<launch_box<1024, 17>, launch_box<256, 9>>{}, launch_boxes<launch_box<1024, 17>, launch_box<256, 9>, 4>{},
                launch_boxes<launch_box<1024, 17>, launch_box<128, 9>, 4>{}, launch_boxes<launch_box<1024, 17>, launch_box<512, 9>, 4>{},

@@ -123,17 +123,20 @@ struct merge_sort_line {
 // 512x15 / 512x15; pairs 28.07 against 29.13 ms at 256x17 / 512x9). 4-way
 // passes (7 at 2^28) from 2^26 keys and 2^24 pairs on: 12.96 and 25.08 ms at
 // 2^28; below, 2-way passes win (keys at 2^25: 1.60 against 1.70 ms), and
-// for pairs at 2^24 4-way ones already do (1.49 against 1.55 ms). Pairs from
-// 2^27 on pass in 512x9 tiles: 21.38 against 23.77 ms at 2^28, 10.59
-// against 10.87 at 2^27, but 5.14 against 5.02 at 2^26 (keys: 1% better at
-// 2^28 with 512x17, worse below, so none). Wide keys: 256x19 / 256x11 for
-// int64 (1.17x CUB at 2^28, against 1.05x with the 4-byte line scaled to
-// 512x7), which scales to 256x9 / 256x5 for 16-byte keys (1.45x, against
-// 1.14x at 512x3).
+// for pairs at 2^24 4-way ones already do (1.49 against 1.55 ms). Since the
+// 4-way pass kernel fills the SM (pass_ctas_per_sm), larger tiles pay at the
+// largest sizes, where each tile's search in the partition costs most:
+// pairs from 2^26 pass in 512x9 tiles (4.86 against 4.95 ms at 2^26, 20.60
+// against 23.40 at 2^28; 256x9 stays ahead at 2^25, 2.59 against 2.64),
+// keys at 2^28 in 512x17 (11.30 against 11.64 ms; 512x19 11.26, 384x17
+// 11.39, 1024x17 11.80), not at 2^27 (5.68 against 5.63). Wide keys:
+// 256x19 / 256x11 for int64 (1.17x CUB at 2^28, against 1.05x with the
+// 4-byte line scaled to 512x7), which scales to 256x9 / 256x5 for 16-byte
+// keys (1.45x, against 1.14x at 512x3).
 inline constexpr merge_sort_line merge_sort[] = {
-    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 0, 27},  // untuned
-    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 0, 27},
-    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 0, 27},   // untuned
+    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26},  // untuned
+    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26},
+    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26},   // untuned
     {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7, 256, 0, 0},         // untuned
 };
 

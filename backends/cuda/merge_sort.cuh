@@ -520,16 +520,23 @@ __global__ void __launch_bounds__(partition_tiles + 1)
 }
 
 // The registers a merge-pass thread may use: like the merge kernel, many
-// threads per multiprocessor (the passes are bound by loads in flight), but
-// the two merge levels of a 4-way pass need more registers than the merge
-// kernel's 32, which spill: 2-way passes ask for three quarters of a full SM
-// (about 40 registers), 4-way passes and 16-byte elements (whose keys take
-// four registers each: 256x5 spilled at 40) for at least 1024 threads (64).
-// Larger elements get no limit.
-template <class Box, int Ways, std::size_t ElementBytes>
+// threads per multiprocessor (the passes are bound by loads in flight).
+// 4-way passes of elements up to 8 bytes with keys under 8 (which alone
+// take 4-way passes; 8-byte keys spilled) fill the SM (32 registers; their
+// loads go out a few at a time, load_pieces): 11.60 against 12.85 ms for
+// 2^28 int32 keys, 20.51 against 21.52 for int32 pairs, where 1024 threads
+// (64 registers) had been the most that did not spill, and 1536 (40
+// registers) took 12.44 and 20.93 (H100). 2-way passes ask for three
+// quarters of a full SM (about 40 registers; a full SM was no faster: 0.837
+// against 0.829 ms at 2^24 int32 keys), other 4-way passes and 16-byte
+// elements (whose keys take four registers each: 256x5 spilled at 40) for at
+// least 1024 threads (64). Larger elements get no limit.
+template <class Box, int Ways, std::size_t KeyBytes, std::size_t ElementBytes>
 inline constexpr int pass_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
-  const int ctas = (Ways == 2 && ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024) / Box::nt;
+  const int threads = Ways == 4 ? (ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads : 1024)
+                                : (ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024);
+  const int ctas = threads / Box::nt;
   const int cap = sm_max_threads == 2048 ? 32 : 16;  // CTAs an SM holds
   return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
 }();
@@ -643,7 +650,7 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
 }
 
 template <class Box, int Ways, class K, class V, bool WithValues, class Comp>
-__global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K) + (WithValues ? sizeof(V) : 0)>)
+__global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K), sizeof(K) + (WithValues ? sizeof(V) : 0)>)
     pass_kernel(sort_buffers<K, V> buf, int pass, sort_flags flags, const tile_desc<Ways>* descs, Comp comp) {
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_prerequisite_grid();

@@ -203,11 +203,15 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
                       "boxes 32x1 32x2", 202);
   sweep<record>(lm::cuda::par.with(lm::launch_box<256, 4>{}, lm::launch_box<64, 9>{}), 256 * 4, 64 * 9, record_less(),
                 "record boxes 256x4 64x9", 203);
-  // The tuned boxes of by-key sorts from 2^27 on (1024x17 block sort, 512x9
-  // 4-way passes), at sizes the tests can afford; sweep sorts by key too.
+  // The tuned boxes of the largest sorts (by key from 2^26: 1024x17 block
+  // sort, 512x9 4-way passes; keys from 2^28: 512x33, 512x17), at sizes the
+  // tests can afford; sweep sorts keys, by key and indices.
   using large_pairs = lm::launch_boxes<lm::launch_box<1024, 17>, lm::launch_box<512, 9>, 4>;
   sweep<std::int32_t>(lm::cuda::par.with(large_pairs{}), 1024 * 17, 512 * 9, lm::less<>(), "boxes 1024x17 512x9 4-way",
                       206);
+  using large_keys = lm::launch_boxes<lm::launch_box<512, 33>, lm::launch_box<512, 17>, 4>;
+  sweep<std::int32_t>(lm::cuda::par.with(large_keys{}), 512 * 33, 512 * 17, lm::less<>(), "boxes 512x33 512x17 4-way",
+                      207);
 }
 
 BOOST_AUTO_TEST_CASE(sort_structured_inputs) {
