@@ -94,7 +94,16 @@ inline constexpr merge_line merge[] = {
 // 2^large_log2_keys keys or more (2^large_log2_pairs with values; 0: none)
 // merge in tiles of large_nt threads, same vt: every pass tile costs one
 // search in the pass's partition, whose time grows with the tile count at
-// the largest sizes. sm_90 was tuned on an H100 (docs/cuda-merge-sort.md);
+// the largest sizes. Sorts of fewer than 2^small_log2_keys keys
+// (2^small_log2_pairs with values; 0: none) of elements up to 8 bytes, keys
+// under 8, run in one cooperative kernel of small_nt-thread CTAs, vt
+// small_vt_keys / small_vt_pairs, registers for small_ctas_keys /
+// small_ctas_pairs CTAs an SM: there separate kernels cost more in launches
+// and partitions than in bytes moved. sm_90: 256x17 keys at 4 CTAs an SM
+// (2^20 int32: 0.079 ms against CUB's 0.098; 512x17 at 2 tied, 1 CTA an SM
+// 0.105), 256x11 pairs at 3 (2^20: 0.111 against 0.125; 256x9 at 1 CTA
+// 0.184); from 2^22 keys and 2^21 pairs separate kernels win (2^22 keys
+// 0.224 against 0.235 ms). sm_90 was tuned on an H100 (docs/cuda-merge-sort.md);
 // the other lines are untuned copies.
 struct merge_sort_line {
   int arch;
@@ -114,6 +123,13 @@ struct merge_sort_line {
   int large_nt;
   int large_log2_keys;
   int large_log2_pairs;
+  int small_nt;
+  int small_vt_keys;
+  int small_vt_pairs;
+  int small_ctas_keys;
+  int small_ctas_pairs;
+  int small_log2_keys;
+  int small_log2_pairs;
 };
 
 // sm_90, measured on an H100 at 2^16 to 2^28 (docs/cuda-merge-sort.md):
@@ -134,10 +150,10 @@ struct merge_sort_line {
 // 4-byte line scaled to 512x7), which scales to 256x9 / 256x5 for 16-byte
 // keys (1.45x, against 1.14x at 512x3).
 inline constexpr merge_sort_line merge_sort[] = {
-    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26},  // untuned
-    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26},
-    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26},   // untuned
-    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7, 256, 0, 0},         // untuned
+    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 22, 21},  // untuned
+    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 22, 21},
+    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 22, 21},   // untuned
+    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7, 256, 0, 0, 256, 11, 7, 1, 1, 0, 0},           // untuned
 };
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and

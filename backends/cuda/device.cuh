@@ -22,6 +22,7 @@ struct device_info {
   int smem_optin = 0;    // largest dynamic shared memory a block may opt into
   int sms = 0;           // multiprocessors
   bool pageable_access = false;  // can kernels read ordinary host memory (HMM/ATS)?
+  bool cooperative = false;      // can it launch cooperative kernels (grid-wide barriers)?
 };
 
 inline device_info query_device(int device, const char* algorithm) {
@@ -38,6 +39,10 @@ inline device_info query_device(int device, const char* algorithm) {
              "cudaDeviceGetAttribute");
   check_cuda(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, device), algorithm,
              "cudaDeviceGetAttribute");
+  int cooperative = 0;
+  check_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device), algorithm,
+             "cudaDeviceGetAttribute");
+  info.cooperative = cooperative != 0;
   info.cc = major * 10 + minor;
   info.pageable_access = pageable != 0;
   return info;

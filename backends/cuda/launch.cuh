@@ -145,6 +145,46 @@ void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, c
              (std::string("launch of ") + kernel_name).c_str());
 }
 
+// How many CTAs of `kernel` (nt threads, smem bytes of dynamic shared memory)
+// the device holds at once; 0 when it holds none or cannot launch cooperative
+// kernels. A cooperative grid no larger than this is resident in full, so its
+// grid-wide barriers cannot wait on a CTA that never started. Cached per
+// (device, kernel); the shared-memory limit must be raised before (below).
+template <class Kernel>
+int resident_ctas(Kernel kernel, int nt, std::size_t smem, const device_info& dev, const char* algorithm) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, int> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(dev.device, reinterpret_cast<const void*>(kernel));
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  int per_sm = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, nt, smem), algorithm,
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return cache.emplace(key, dev.cooperative ? per_sm * dev.sms : 0).first->second;
+}
+
+// Launches `kernel` as a cooperative grid (cudaLaunchAttributeCooperative):
+// all its CTAs resident at once, so it may call cooperative_groups'
+// this_grid().sync(). grid must not exceed resident_ctas().
+template <class... Params, class... Args>
+void launch_cooperative(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream,
+                        const char* algorithm, const char* kernel_name, Args&&... args) {
+  if (grid <= 0) return;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(grid));
+  config.blockDim = dim3(static_cast<unsigned>(nt));
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeCooperative;
+  attribute[0].val.cooperative = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), algorithm,
+             (std::string("cooperative launch of ") + kernel_name).c_str());
+}
+
 // Raises a kernel's dynamic shared memory limit when a box needs more than the
 // default 48 KB, or says clearly that the device cannot give that much.
 template <class Kernel>

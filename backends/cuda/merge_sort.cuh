@@ -27,6 +27,7 @@
 // flags array written by the kernels before it.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
 #include <cub/block/block_load.cuh>
@@ -226,16 +227,16 @@ struct block_sort_types {
   };
 };
 
+// Tile `tile` of the block sort, by the whole CTA; smem holds
+// block_sort_types::temp_storage.
 template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
-__global__ void __launch_bounds__(Box::nt, 1)
-    block_sort_kernel(sort_buffers<K, V> buf, ValsIn vals_in, index_t n, int dest, sort_flags flags, Comp comp) {
+__device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, ValsIn vals_in, index_t n, int dest,
+                                                const sort_flags& flags, Comp& comp, index_t tile,
+                                                unsigned char* smem) {
   using types = block_sort_types<Box, K, V, WithValues, Indices>;
-  extern __shared__ __align__(16) unsigned char smem[];
   auto& temp = *reinterpret_cast<typename types::temp_storage*>(smem);
-  wait_for_prerequisite_grid();
-  allow_dependent_launch();
   const int tid = static_cast<int>(threadIdx.x);
-  const index_t base = static_cast<index_t>(blockIdx.x) * Box::nv;
+  const index_t base = tile * Box::nv;
   const int valid = static_cast<int>(n - base < Box::nv ? n - base : Box::nv);
 
   auto write_positions = [&](V* out) {  // merge_sort_indices of an unmoved tile
@@ -307,6 +308,15 @@ __global__ void __launch_bounds__(Box::nt, 1)
     __syncthreads();
     typename types::store_vals(temp.store_vals).Store(buf.vals(dest) + base, vals, valid);
   }
+}
+
+template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+__global__ void __launch_bounds__(Box::nt, 1)
+    block_sort_kernel(sort_buffers<K, V> buf, ValsIn vals_in, index_t n, int dest, sort_flags flags, Comp comp) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  block_sort_tile<Box, K, V, WithValues, Indices>(buf, vals_in, n, dest, flags, comp, blockIdx.x, smem);
 }
 
 // ---------------------------------------------------------------------------
@@ -567,14 +577,14 @@ __device__ __forceinline__ int count_of(const tile_desc<Ways>& d) {
   return count;
 }
 
-// One tile of a pass, the CTA's own (descs[blockIdx.x]): its pieces into
+// One tile of a pass, described by d (in global or shared memory): its pieces into
 // shared memory, merged in one or two levels and stored in the other
 // buffers. The output position is read from the descriptor (in L1) only at
 // the end: kept in registers through both merge levels, it made the 4-way
 // int32 kernel spill at its 64-register budget (ptxas -v, sm_90).
 template <class Box, int Ways, bool Full, class K, class V, bool WithValues, class Comp>
-__device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>* descs,
-                                          const tile_desc<Ways>& d, int count, unsigned char* smem, Comp& comp) {
+__device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d, int count,
+                                          unsigned char* smem, Comp& comp) {
   using layout = merge_layout<K, V, WithValues, Box::nv>;
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
   V* vals = reinterpret_cast<V*>(smem + layout::vals);
@@ -636,7 +646,7 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
   } else {
     __syncthreads();
   }
-  const index_t out_at = descs[blockIdx.x].out;
+  const index_t out_at = d.out;
   store_warp_striped<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out_at, count, tid);
   if constexpr (WithValues) {
     __syncthreads();
@@ -665,9 +675,9 @@ __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K)
   const tile_desc<Ways>& d = descs[tile];
   const int count = count_of(d);
   if (count == Box::nv) {
-    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, descs, d, count, smem, comp);
+    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, d, count, smem, comp);
   } else {
-    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, descs, d, count, smem, comp);
+    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, d, count, smem, comp);
   }
 }
 
@@ -686,6 +696,155 @@ __global__ void __launch_bounds__(256)
     if constexpr (WithValues) buf.vals(0)[i] = buf.vals(1)[i];
   }
 }
+
+// Bytes of n elements of T in temporary storage, each array 256-byte aligned.
+template <class T>
+std::size_t bytes_of(index_t n) {
+  return align_up(sizeof(T) * static_cast<std::size_t>(n), 256);
+}
+
+// ---------------------------------------------------------------------------
+// 5. Small sorts in one kernel. Below about 2^22 keys a sort of separate
+// kernels is a chain of short ones, a wave or less each, and their launches
+// and partitions cost more than the bytes they move (2^20 int32 keys: a
+// 25 us block sort, then 6 passes of 15 us, where CUB's passes take 10).
+// one_kernel_sort_kernel does it all with CTAs that are resident together
+// (a cooperative launch): each CTA block-sorts tiles, then in every 2-way
+// pass finds its own tiles' splits (warp_merge_path: two warps, the tile's
+// start and end) and merges them with pass_tile, with a grid-wide barrier
+// between passes. 2^20 int32 keys take 0.079 ms against CUB's 0.098 (H100).
+// Sortedness comes from sortedness_kernel, as in the large sorts: sorted
+// input skips everything, sorted runs of W start the passes at W.
+template <class Box, class K, class V, bool WithValues, class Comp>
+__device__ __forceinline__ void one_kernel_pass_tile(const sort_buffers<K, V>& buf, int src, index_t n,
+                                                     index_t width, const pass_shape& shape, int tile,
+                                                     tile_desc<2>& desc, index_t (&split)[2], unsigned char* smem,
+                                                     Comp& comp) {
+  const int group = tile / shape.tiles_per_group;
+  const index_t d0 = static_cast<index_t>(tile % shape.tiles_per_group) * Box::nv;
+  const run_group<2, K> g = group_at<2>(buf.keys(src), n, width, group);
+  const index_t d1 = d0 + Box::nv < g.len[0] + g.len[1] ? d0 + Box::nv : g.len[0] + g.len[1];
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  if (warp < 2) {
+    const index_t s = warp_merge_path(g.keys, g.len[0], g.keys + width, g.len[1], warp == 0 ? d0 : d1, comp);
+    if (threadIdx.x % 32 == 0) split[warp] = s;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    index_t start[2] = {split[0], d0 - split[0]}, end[2] = {split[1], d1 - split[1]};
+    clamp_pieces(g.len, start, end, d1 - d0);
+    const index_t group_begin = static_cast<index_t>(group) * 2 * width;
+    for (int k = 0; k < 2; ++k) {
+      desc.at[k] = group_begin + k * width + start[k];
+      desc.size[k] = static_cast<std::uint16_t>(end[k] - start[k]);
+    }
+    desc.out = group_begin + d0;
+  }
+  __syncthreads();
+  const int count = static_cast<int>(d1 - d0);
+  if (count == Box::nv) {
+    pass_tile<Box, 2, true, K, V, WithValues>(buf, src, desc, count, smem, comp);
+  } else {
+    pass_tile<Box, 2, false, K, V, WithValues>(buf, src, desc, count, smem, comp);
+  }
+  __syncthreads();  // desc, split and the tile's shared memory are the next tile's
+}
+
+// Ctas: the CTAs an SM is to hold (the register budget); the grid is at most
+// what the device holds at once (resident_ctas).
+template <class Box, int Ctas, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+__global__ void __launch_bounds__(Box::nt, Ctas)
+    one_kernel_sort_kernel(sort_buffers<K, V> buf, ValsIn vals_in, index_t n, int first_buffer, sort_flags flags,
+                           Comp comp) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  __shared__ tile_desc<2> desc;
+  __shared__ index_t split[2];
+  wait_for_prerequisite_grid();
+  // Block sort (which also writes merge_sort_indices' positions of tiles it
+  // skips), unless the input is sorted; then the passes.
+  if (Indices || flags.unsorted()) {
+    const index_t tiles = (n + Box::nv - 1) / Box::nv;
+    for (index_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      block_sort_tile<Box, K, V, WithValues, Indices>(buf, vals_in, n, first_buffer, flags, comp, t, smem);
+      __syncthreads();
+    }
+  }
+  if (!flags.unsorted()) return;  // every CTA alike: no barrier waits on one gone
+  cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+  grid.sync();
+  int src = flags.skips_block_sort(Box::nv) ? 0 : first_buffer;
+  for (index_t width = flags.first_width(Box::nv); width < n; width *= 2) {
+    const pass_shape shape = make_pass_shape(n, width, 2, Box::nv);
+    for (int tile = static_cast<int>(blockIdx.x); tile < shape.num_tiles; tile += static_cast<int>(gridDim.x)) {
+      one_kernel_pass_tile<Box, K, V, WithValues>(buf, src, n, width, shape, tile, desc, split, smem, comp);
+    }
+    grid.sync();
+    src ^= 1;
+  }
+  if (src == 0) return;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    buf.keys(0)[i] = buf.keys(1)[i];
+    if constexpr (WithValues) buf.vals(0)[i] = buf.vals(1)[i];
+  }
+}
+
+// The one-kernel sort of a size class (OneKernel::enabled), or false when
+// the device cannot hold a cooperative grid of it, for the caller to sort
+// with separate kernels instead.
+template <class OneKernel, class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
+                            Comp comp, const char* algorithm) {
+  using Box = typename OneKernel::box;
+  using types = block_sort_types<Box, K, V, WithValues, Indices>;
+  using layout = merge_layout<K, V, WithValues, Box::nv>;
+  auto kernel = one_kernel_sort_kernel<Box, OneKernel::ctas, K, V, WithValues, Indices, ValsIn, Comp>;
+  const std::size_t smem = std::max(sizeof(typename types::temp_storage), layout::bytes);
+  prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);
+  const int resident = resident_ctas(kernel, Box::nt, smem, dev, algorithm);
+  if (resident == 0) return false;
+  const index_t tiles = (n + Box::nv - 1) / Box::nv;
+  int levels = 0;
+  for (index_t w = Box::nv; w < n; w *= 2) ++levels;
+  const int first_buffer = levels % 2;  // where the block sort writes: the last pass ends in the caller's range
+
+  // Scratch keys and values, then the flags (no passes recorded: sort_flags::bytes(0)).
+  const cudaStream_t stream = policy.stream();
+  const std::size_t scratch_keys = bytes_of<K>(n);
+  const std::size_t scratch_vals = WithValues ? bytes_of<V>(n) : 0;
+  const std::size_t temp_bytes = scratch_keys + scratch_vals + sort_flags::bytes(0);
+  temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
+  unsigned char* t = temp.template as<unsigned char>();
+  const sort_buffers<K, V> buf{keys, reinterpret_cast<K*>(t), vals, reinterpret_cast<V*>(t + scratch_keys)};
+  const sort_flags flags = sort_flags::at(t + scratch_keys + scratch_vals, 0);
+  check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(0), stream), algorithm, "cudaMemsetAsync");
+  constexpr int check_nt = 256;
+  const index_t check_blocks = std::min<index_t>((n + check_nt * 8 - 1) / (check_nt * 8), 4 * dev.sms);
+  launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
+         "sortedness_kernel", static_cast<const K*>(keys), n, static_cast<index_t>(Box::nv), flags, comp);
+  launch_cooperative(kernel, std::min<index_t>(tiles, resident), Box::nt, smem, stream, algorithm,
+                     "one_kernel_sort_kernel", buf, vals_in, n, first_buffer, flags, comp);
+  if (policy.synchronizes()) {
+    check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
+  }
+  if (debug_enabled()) {
+    print_plan<Box>(dev, algorithm, "one-kernel sort (block sort and 2-way passes)",
+                    kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm), true, tiles, temp_bytes, smem);
+  }
+  return true;
+}
+
+// The tuning line's one-kernel size class: sorts of fewer than 2^Log2 elements
+// go through one_kernel_sort_kernel with Box, its registers sized for Ctas
+// CTAs an SM. Log2 = 0: none.
+template <class Box, int Ctas, int Log2>
+struct one_kernel_class {
+  using box = Box;
+  static constexpr int ctas = Ctas;
+  static constexpr int log2 = Log2;
+};
+
+using no_one_kernel = one_kernel_class<launch_box<32, 1>, 1, 0>;
 
 // ---------------------------------------------------------------------------
 // Tuning: boxes for keys K and values V (void: keys only). Large elements get
@@ -728,11 +887,17 @@ struct merge_sort_table {
     constexpr int bs_nt = wide ? l.wide_nt : (pairs ? l.bs_nt_pairs : l.bs_nt_keys);
     constexpr int nt = wide ? l.wide_nt : l.nt;
     constexpr int large_log2 = wide ? 0 : (pairs ? l.large_log2_pairs : l.large_log2_keys);
+    // The one-kernel class: elements of up to 8 bytes, keys under 8.
+    constexpr int small_vt = pairs ? tuning::scale_vt(l.small_vt_pairs, 8, element_bytes)
+                                   : tuning::scale_vt(l.small_vt_keys, 4, sizeof(K));
+    constexpr int small_log2 = wide || element_bytes > 8 ? 0 : (pairs ? l.small_log2_pairs : l.small_log2_keys);
     return std::tuple<launch_box<shrink(bs_nt, bs_vt_, bs_bytes, true), bs_vt_>,
                       launch_box<shrink(nt, vt_, pass_bytes, false), vt_>, std::integral_constant<int, wide ? 2 : l.ways>,
                       std::integral_constant<int, pairs ? l.four_way_log2_pairs : l.four_way_log2>,
                       launch_box<shrink(l.large_nt, vt_, pass_bytes, false), vt_>,
-                      std::integral_constant<int, large_log2>>{};
+                      std::integral_constant<int, large_log2>,
+                      one_kernel_class<launch_box<l.small_nt, small_vt>,
+                                       pairs ? l.small_ctas_pairs : l.small_ctas_keys, small_log2>>{};
   }
 };
 
@@ -759,11 +924,6 @@ inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, 
   }
   for (auto& p : passes) p.first_buffer = static_cast<int>(passes.size() % 2);
   return passes;
-}
-
-template <class T>
-std::size_t bytes_of(index_t n) {
-  return align_up(sizeof(T) * static_cast<std::size_t>(n), 256);
 }
 
 // MaxWays = 4: 4-way passes for n >= 2^FourWayLog2 (2-way ones below).
@@ -879,9 +1039,10 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   }
 }
 
-// The boxes of this call: the policy's (one for both stages, or two), else
-// the tuning table's line for the architecture the block sort was compiled
-// for, with the large sorts' pass box from its size on.
+// The boxes of this call: the policy's (one for both stages, or two, and
+// then always separate kernels), else the tuning table's line for the
+// architecture the block sort was compiled for, with the large sorts' pass
+// box from its size on and its one-kernel class.
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp, class F>
 void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F&& f) {
   using Box = typename Policy::box_type;
@@ -891,18 +1052,19 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
                             [](auto bs_box, auto...) {
                               return block_sort_kernel<decltype(bs_box), K, V, WithValues, Indices, ValsIn, Comp>;
                             },
-                            [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto large_box, auto large_log2) {
+                            [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto large_box, auto large_log2,
+                                auto one_kernel) {
                               constexpr int from = decltype(large_log2)::value;
                               if constexpr (from > 0) {
-                                if (n >= (index_t(1) << from)) return f(bs_box, large_box, ways, four_way_log2);
+                                if (n >= (index_t(1) << from)) return f(bs_box, large_box, ways, four_way_log2, one_kernel);
                               }
-                              f(bs_box, box, ways, four_way_log2);
+                              f(bs_box, box, ways, four_way_log2, one_kernel);
                             });
   } else if constexpr (std::is_same_v<Box, typename merge_box_of<Box>::type>) {
-    f(Box{}, Box{}, std::integral_constant<int, 2>{}, std::integral_constant<int, 0>{});
+    f(Box{}, Box{}, std::integral_constant<int, 2>{}, std::integral_constant<int, 0>{}, no_one_kernel{});
   } else {
     f(typename Box::block_sort{}, typename Box::merge{}, std::integral_constant<int, Box::ways>{},
-      std::integral_constant<int, 0>{});
+      std::integral_constant<int, 0>{}, no_one_kernel{});
   }
 }
 
@@ -940,7 +1102,15 @@ void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, Va
     throw_element_too_large(algorithm, bytes);
   } else {
     with_sort_boxes<Policy, K, V, with_values, indices, ValsInD, Comp>(
-        dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2) {
+        dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
+          using OneKernel = decltype(one_kernel);
+          if constexpr (OneKernel::log2 > 0) {
+            if (n < (index_t(1) << OneKernel::log2) &&
+                launch_one_kernel_sort<OneKernel, Policy, K, V, with_values, indices>(policy, dev, d_keys, n, d_vals_in,
+                                                                                     vals, comp, algorithm)) {
+              return;
+            }
+          }
           launch_merge_sort<decltype(bs_box), decltype(box), decltype(ways)::value, decltype(four_way_log2)::value,
                             Policy, K, V, with_values,
                             indices>(policy, dev, d_keys, n, d_vals_in, vals, comp, algorithm);

@@ -119,6 +119,30 @@ void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t
          out_of_order);
 }
 
+// merge_path (lower bound: A wins ties) by one warp, for a CTA that finds its
+// own tile's split where no partition kernel ran before it: 32 probes a round
+// instead of one, so the chain of dependent loads is log32 of the range long
+// (4 rounds for runs of 2^19, where a binary search makes 19). Each lane tests
+// one point of the range; the first lane whose A key does not go first ends
+// the true prefix, and the range narrows to the gap around it. Every probe is
+// in range whatever comp does (as in merge_path); all lanes return the answer.
+template <class AIt, class BIt, class Comp>
+__device__ __forceinline__ index_t warp_merge_path(AIt a, index_t na, BIt b, index_t nb, index_t diag, Comp& comp) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  index_t lo = diag > nb ? diag - nb : 0;
+  index_t hi = diag < na ? diag : na;
+  while (lo < hi) {
+    const index_t span = hi - lo;
+    const index_t p = lo + span * lane / 32;  // p < hi; diag - 1 - p < nb
+    const unsigned first = __ballot_sync(~0u, a_goes_first<bounds::lower>(a[p], b[diag - 1 - p], comp));
+    const int c = ~first ? __ffs(static_cast<int>(~first)) - 1 : 32;  // lanes below c: A goes first
+    const index_t next_lo = c == 0 ? lo : lo + span * (c - 1) / 32 + 1;
+    hi = c == 32 ? hi : lo + span * c / 32;
+    lo = next_lo;
+  }
+  return lo;
+}
+
 // ---------------------------------------------------------------------------
 // Merge sort's passes merge Ways sorted runs at a time (Ways = 2 or 4). A
 // 4-way merge is the merge of two 2-way merges, (R0 R1) and (R2 R3), so the
