@@ -95,15 +95,16 @@ inline constexpr merge_line merge[] = {
 // merge in tiles of large_nt threads, same vt: every pass tile costs one
 // search in the pass's partition, whose time grows with the tile count at
 // the largest sizes. Sorts of fewer than 2^small_log2_keys keys
-// (2^small_log2_pairs with values; 0: none) of elements up to 8 bytes, keys
-// under 8, run in one cooperative kernel of small_nt-thread CTAs, vt
-// small_vt_keys / small_vt_pairs, registers for small_ctas_keys /
-// small_ctas_pairs CTAs an SM: there separate kernels cost more in launches
-// and partitions than in bytes moved. sm_90: 256x17 keys at 4 CTAs an SM
-// (2^20 int32: 0.079 ms against CUB's 0.098; 512x17 at 2 tied, 1 CTA an SM
-// 0.105), 256x11 pairs at 3 (2^20: 0.111 against 0.125; 256x9 at 1 CTA
-// 0.184); from 2^22 keys and 2^21 pairs separate kernels win (2^22 keys
-// 0.224 against 0.235 ms). sm_90 was tuned on an H100 (docs/cuda-merge-sort.md);
+// (2^small_log2_pairs with values; 0: none) of elements up to 8 bytes run
+// in one cooperative kernel of small_nt-thread CTAs, vt small_vt_keys /
+// small_vt_pairs (scaled), registers for small_ctas_keys / small_ctas_pairs
+// CTAs an SM: there separate kernels cost more in launches and partitions
+// than in bytes moved. sm_90: 256x17 keys at 4 CTAs an SM (2^20 int32:
+// 0.079 ms against CUB's 0.098; 512x17 at 2 tied, 1 CTA an SM 0.105; int64
+// scaled to 256x9: 0.114 against 0.148), 256x11 pairs at 3 (2^20: 0.111
+// against 0.125; 256x9 at 1 CTA 0.184); from 2^22 keys and 2^21 pairs
+// separate kernels win (2^22 int32 keys 0.224 against 0.235 ms, int64 0.458
+// against 0.496). sm_90 was tuned on an H100 (docs/cuda-merge-sort.md);
 // the other lines are untuned copies.
 struct merge_sort_line {
   int arch;

@@ -219,9 +219,10 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
 }
 
 // The one-kernel size class (one cooperative kernel for small sorts: keys
-// under 2^22, pairs under 2^21 on sm_90): boundaries of its tiles, more tiles
-// than the GPU holds CTAs (each CTA then sorts and merges several), and the
-// sizes where the class ends. check_sorts' indices are int64 (12-byte
+// under 2^22, pairs under 2^21 on sm_90): boundaries of its tiles (4-byte and
+// 8-byte keys), a single tile (no sortedness kernel), more tiles than the GPU
+// holds CTAs (each CTA then sorts and merges several), and the sizes where
+// the class ends. check_sorts' indices are int64 (12-byte
 // elements), which take separate kernels.
 BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
   namespace cb = lm::detail::cuda_backend;
@@ -231,6 +232,10 @@ BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
   const long long t = keys_class::box::nv, tp = pairs_class::box::nv;
   sweep<std::int32_t>(lm::cuda::par, t, t, lm::less<>(), "one kernel (keys' tiles)", 250);
   sweep<std::int32_t>(lm::cuda::par, tp, tp, lm::less<>(), "one kernel (pairs' tiles)", 251);
+  using wide_class = std::tuple_element_t<6, decltype(cb::merge_sort_table<std::int64_t, void>::boxes<1>())>;
+  static_assert(wide_class::log2 > 0, "int64 keys have a one-kernel class");
+  sweep<std::int64_t>(lm::cuda::par, wide_class::box::nv, wide_class::box::nv, lm::less<>(), "one kernel (int64 tiles)",
+                      252);
   std::vector<long long> sizes = {600 * t + 5, (1LL << pairs_class::log2) - 1, 1LL << pairs_class::log2};
   if (!quick()) sizes.insert(sizes.end(), {(1LL << keys_class::log2) - 1, 1LL << keys_class::log2});
   for (long long n : sizes) {
