@@ -102,9 +102,12 @@ inline constexpr merge_line merge[] = {
 // than in bytes moved. sm_90: 256x17 keys at 4 CTAs an SM (2^20 int32:
 // 0.079 ms against CUB's 0.098; 512x17 at 2 tied, 1 CTA an SM 0.105; int64
 // scaled to 256x9: 0.114 against 0.148), 256x11 pairs at 3 (2^20: 0.111
-// against 0.125; 256x9 at 1 CTA 0.184); from 2^22 keys and 2^21 pairs
-// separate kernels win (2^22 int32 keys 0.224 against 0.235 ms, int64 0.458
-// against 0.496). sm_90 was tuned on an H100 (docs/cuda-merge-sort.md);
+// against 0.125; 256x9 at 1 CTA 0.184). From 2^small_separate_log2_keys
+// keys (0: never) the block sort is a kernel of its own with the line's
+// block-sort box and the cooperative kernel makes the passes: sm_90 from 2^22
+// (int32 0.208 ms against CUB's 0.221, where one kernel took 0.233 and
+// separate kernels 0.225; int64 0.449 against 0.492); from 2^23 keys and
+// 2^21 pairs separate kernels win (2^23 int32 0.459 against 0.465 ms). sm_90 was tuned on an H100 (docs/cuda-merge-sort.md);
 // the other lines are untuned copies.
 struct merge_sort_line {
   int arch;
@@ -131,6 +134,7 @@ struct merge_sort_line {
   int small_ctas_pairs;
   int small_log2_keys;
   int small_log2_pairs;
+  int small_separate_log2_keys;
 };
 
 // sm_90, measured on an H100 at 2^16 to 2^28 (docs/cuda-merge-sort.md):
@@ -151,10 +155,10 @@ struct merge_sort_line {
 // 4-byte line scaled to 512x7), which scales to 256x9 / 256x5 for 16-byte
 // keys (1.45x, against 1.14x at 512x3).
 inline constexpr merge_sort_line merge_sort[] = {
-    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 22, 21},  // untuned
-    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 22, 21},
-    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 22, 21},   // untuned
-    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7, 256, 0, 0, 256, 11, 7, 1, 1, 0, 0},           // untuned
+    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22},  // untuned
+    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22},
+    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22},   // untuned
+    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7, 256, 0, 0, 256, 11, 7, 1, 1, 0, 0, 0},           // untuned
 };
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and

@@ -704,7 +704,7 @@ std::size_t bytes_of(index_t n) {
 }
 
 // ---------------------------------------------------------------------------
-// 5. Small sorts in one kernel. Below about 2^22 keys a sort of separate
+// 5. Small sorts in one kernel. Below about 2^23 keys a sort of separate
 // kernels is a chain of short ones, a wave or less each, and their launches
 // and partitions cost more than the bytes they move (2^20 int32 keys: a
 // 25 us block sort, then 6 passes of 15 us, where CUB's passes take 10).
@@ -714,7 +714,10 @@ std::size_t bytes_of(index_t n) {
 // start and end) and merges them with pass_tile, with a grid-wide barrier
 // between passes. 2^20 int32 keys take 0.079 ms against CUB's 0.098 (H100).
 // Sortedness comes from sortedness_kernel, as in the large sorts: sorted
-// input skips everything, sorted runs of W start the passes at W.
+// input skips everything, sorted runs of W start the passes at W. At the
+// top of the class (2^22 keys on sm_90) block_sort_kernel sorts first, in
+// the larger tiles of the block-sort box (two passes fewer), and the
+// cooperative kernel makes the passes only.
 template <class Box, class K, class V, bool WithValues, class Comp>
 __device__ __forceinline__ void one_kernel_pass_tile(const sort_buffers<K, V>& buf, int src, index_t n,
                                                      index_t width, const pass_shape& shape, int tile,
@@ -755,7 +758,7 @@ __device__ __forceinline__ void one_kernel_pass_tile(const sort_buffers<K, V>& b
 template <class Box, int Ctas, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
 __global__ void __launch_bounds__(Box::nt, Ctas)
     one_kernel_sort_kernel(sort_buffers<K, V> buf, ValsIn vals_in, index_t n, int first_buffer, sort_flags flags,
-                           bool one_tile, Comp comp) {
+                           bool one_tile, index_t bs_nv, bool block_sorted, Comp comp) {
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ tile_desc<2> desc;
   __shared__ index_t split[2];
@@ -765,8 +768,9 @@ __global__ void __launch_bounds__(Box::nt, Ctas)
     __syncthreads();
   }
   // Block sort (which also writes merge_sort_indices' positions of tiles it
-  // skips), unless the input is sorted; then the passes.
-  if (Indices || flags.unsorted()) {
+  // skips), unless the input is sorted or block_sort_kernel did it (tiles of
+  // bs_nv); then the passes.
+  if (!block_sorted && (Indices || flags.unsorted())) {
     const index_t tiles = (n + Box::nv - 1) / Box::nv;
     for (index_t t = blockIdx.x; t < tiles; t += gridDim.x) {
       block_sort_tile<Box, K, V, WithValues, Indices>(buf, vals_in, n, first_buffer, flags, comp, t, smem);
@@ -776,8 +780,8 @@ __global__ void __launch_bounds__(Box::nt, Ctas)
   if (!flags.unsorted()) return;  // every CTA alike: no barrier waits on one gone
   cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   grid.sync();
-  int src = flags.skips_block_sort(Box::nv) ? 0 : first_buffer;
-  for (index_t width = flags.first_width(Box::nv); width < n; width *= 2) {
+  int src = flags.skips_block_sort(bs_nv) ? 0 : first_buffer;
+  for (index_t width = flags.first_width(bs_nv); width < n; width *= 2) {
     const pass_shape shape = make_pass_shape(n, width, 2, Box::nv);
     for (int tile = static_cast<int>(blockIdx.x); tile < shape.num_tiles; tile += static_cast<int>(gridDim.x)) {
       one_kernel_pass_tile<Box, K, V, WithValues>(buf, src, n, width, shape, tile, desc, split, smem, comp);
@@ -793,10 +797,12 @@ __global__ void __launch_bounds__(Box::nt, Ctas)
   }
 }
 
-// The one-kernel sort of a size class (OneKernel::enabled), or false when
-// the device cannot hold a cooperative grid of it, for the caller to sort
-// with separate kernels instead.
-template <class OneKernel, class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+// The one-kernel sort of a size class, or false when the device cannot hold
+// a cooperative grid of it, for the caller to sort with separate kernels
+// instead. From 2^OneKernel::separate_log2 on, block_sort_kernel sorts
+// tiles of BsBox first and the cooperative kernel makes the passes only.
+template <class OneKernel, class BsBox, class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn,
+          class Comp>
 bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
                             Comp comp, const char* algorithm) {
   using Box = typename OneKernel::box;
@@ -807,10 +813,15 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
   prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);
   const int resident = resident_ctas(kernel, Box::nt, smem, dev, algorithm);
   if (resident == 0) return false;
+  const bool separate = OneKernel::separate_log2 > 0 && n >= (index_t(1) << OneKernel::separate_log2);
+  const index_t bs_nv = separate ? BsBox::nv : Box::nv;
   const index_t tiles = (n + Box::nv - 1) / Box::nv;
   int levels = 0;
-  for (index_t w = Box::nv; w < n; w *= 2) ++levels;
+  for (index_t w = bs_nv; w < n; w *= 2) ++levels;
   const int first_buffer = levels % 2;  // where the block sort writes: the last pass ends in the caller's range
+  using bs_types = block_sort_types<BsBox, K, V, WithValues, Indices>;
+  auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp>;
+  if (separate) prepare_shared_memory(bs_kernel, sizeof(typename bs_types::temp_storage), dev, BsBox::nt, BsBox::vt, algorithm);
 
   // Scratch keys and values, then the flags (no passes recorded: sort_flags::bytes(0)).
   const cudaStream_t stream = policy.stream();
@@ -823,21 +834,26 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
   const sort_flags flags = sort_flags::at(t + scratch_keys + scratch_vals, 0);
   // One tile: the block sort alone, which finds a sorted tile itself (two
   // launches fewer: 2^12 int32 keys took 0.021 ms against CUB's 0.014 with them).
-  const bool one_tile = tiles == 1;
+  const bool one_tile = tiles == 1 && !separate;
   if (!one_tile) {
     check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(0), stream), algorithm, "cudaMemsetAsync");
     constexpr int check_nt = 256;
     const index_t check_blocks = std::min<index_t>((n + check_nt * 8 - 1) / (check_nt * 8), 4 * dev.sms);
     launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
-           "sortedness_kernel", static_cast<const K*>(keys), n, static_cast<index_t>(Box::nv), flags, comp);
+           "sortedness_kernel", static_cast<const K*>(keys), n, bs_nv, flags, comp);
+  }
+  if (separate) {
+    launch(bs_kernel, (n + bs_nv - 1) / bs_nv, BsBox::nt, sizeof(typename bs_types::temp_storage), stream, true, dev,
+           algorithm, "block_sort_kernel", buf, vals_in, n, first_buffer, flags, comp);
   }
   launch_cooperative(kernel, std::min<index_t>(tiles, resident), Box::nt, smem, stream, algorithm,
-                     "one_kernel_sort_kernel", buf, vals_in, n, first_buffer, flags, one_tile, comp);
+                     "one_kernel_sort_kernel", buf, vals_in, n, first_buffer, flags, one_tile, bs_nv, separate, comp);
   if (policy.synchronizes()) {
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
   }
   if (debug_enabled()) {
-    print_plan<Box>(dev, algorithm, "one-kernel sort (block sort and 2-way passes)",
+    print_plan<Box>(dev, algorithm,
+                    separate ? "one-kernel passes (after block_sort_kernel)" : "one-kernel sort (block sort and 2-way passes)",
                     kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm), true, tiles, temp_bytes, smem);
   }
   return true;
@@ -845,15 +861,17 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
 
 // The tuning line's one-kernel size class: sorts of fewer than 2^Log2 elements
 // go through one_kernel_sort_kernel with Box, its registers sized for Ctas
-// CTAs an SM. Log2 = 0: none.
-template <class Box, int Ctas, int Log2>
+// CTAs an SM, the block sort a kernel of its own from 2^SeparateLog2 on.
+// Log2 = 0: none; SeparateLog2 = 0: never separate.
+template <class Box, int Ctas, int Log2, int SeparateLog2>
 struct one_kernel_class {
   using box = Box;
   static constexpr int ctas = Ctas;
   static constexpr int log2 = Log2;
+  static constexpr int separate_log2 = SeparateLog2;
 };
 
-using no_one_kernel = one_kernel_class<launch_box<32, 1>, 1, 0>;
+using no_one_kernel = one_kernel_class<launch_box<32, 1>, 1, 0, 0>;
 
 // ---------------------------------------------------------------------------
 // Tuning: boxes for keys K and values V (void: keys only). Large elements get
@@ -906,7 +924,8 @@ struct merge_sort_table {
                       launch_box<shrink(l.large_nt, vt_, pass_bytes, false), vt_>,
                       std::integral_constant<int, large_log2>,
                       one_kernel_class<launch_box<l.small_nt, small_vt>,
-                                       pairs ? l.small_ctas_pairs : l.small_ctas_keys, small_log2>>{};
+                                       pairs ? l.small_ctas_pairs : l.small_ctas_keys, small_log2,
+                                       pairs ? 0 : l.small_separate_log2_keys>>{};
   }
 };
 
@@ -1115,8 +1134,8 @@ void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, Va
           using OneKernel = decltype(one_kernel);
           if constexpr (OneKernel::log2 > 0) {
             if (n < (index_t(1) << OneKernel::log2) &&
-                launch_one_kernel_sort<OneKernel, Policy, K, V, with_values, indices>(policy, dev, d_keys, n, d_vals_in,
-                                                                                     vals, comp, algorithm)) {
+                launch_one_kernel_sort<OneKernel, decltype(bs_box), Policy, K, V, with_values, indices>(
+                    policy, dev, d_keys, n, d_vals_in, vals, comp, algorithm)) {
               return;
             }
           }

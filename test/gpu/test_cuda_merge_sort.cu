@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
 }
 
 // The one-kernel size class (one cooperative kernel for small sorts: keys
-// under 2^22, pairs under 2^21 on sm_90): boundaries of its tiles (4-byte and
+// under 2^23, pairs under 2^21 on sm_90): boundaries of its tiles (4-byte and
 // 8-byte keys), a single tile (no sortedness kernel), more tiles than the GPU
 // holds CTAs (each CTA then sorts and merges several), and the sizes where
 // the class ends. check_sorts' indices are int64 (12-byte
@@ -228,7 +228,8 @@ BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
   namespace cb = lm::detail::cuda_backend;
   using keys_class = std::tuple_element_t<6, decltype(cb::merge_sort_table<std::int32_t, void>::boxes<1>())>;
   using pairs_class = std::tuple_element_t<6, decltype(cb::merge_sort_table<std::int32_t, std::int32_t>::boxes<1>())>;
-  static_assert(keys_class::log2 > 0 && pairs_class::log2 > 0, "the sm_90 line has a one-kernel class");
+  static_assert(keys_class::log2 > 0 && pairs_class::log2 > 0 && keys_class::separate_log2 > 0,
+                "the sm_90 line has a one-kernel class, with a separate block sort for its largest keys");
   const long long t = keys_class::box::nv, tp = pairs_class::box::nv;
   sweep<std::int32_t>(lm::cuda::par, t, t, lm::less<>(), "one kernel (keys' tiles)", 250);
   sweep<std::int32_t>(lm::cuda::par, tp, tp, lm::less<>(), "one kernel (pairs' tiles)", 251);
@@ -236,8 +237,11 @@ BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
   static_assert(wide_class::log2 > 0, "int64 keys have a one-kernel class");
   sweep<std::int64_t>(lm::cuda::par, wide_class::box::nv, wide_class::box::nv, lm::less<>(), "one kernel (int64 tiles)",
                       252);
-  std::vector<long long> sizes = {600 * t + 5, (1LL << pairs_class::log2) - 1, 1LL << pairs_class::log2};
-  if (!quick()) sizes.insert(sizes.end(), {(1LL << keys_class::log2) - 1, 1LL << keys_class::log2});
+  // (From 2^separate_log2 keys, block_sort_kernel sorts first and the
+  // cooperative kernel makes the passes.)
+  const long long separate = 1LL << keys_class::separate_log2;
+  std::vector<long long> sizes = {600 * t + 5, (1LL << pairs_class::log2) - 1, 1LL << pairs_class::log2, separate + 5};
+  if (!quick()) sizes.insert(sizes.end(), {separate - 1, (1LL << keys_class::log2) - 1, 1LL << keys_class::log2});
   for (long long n : sizes) {
     for (distribution d : {distribution::random, distribution::few_distinct, distribution::reversed}) {
       std::ostringstream os;
@@ -250,9 +254,10 @@ BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
                 lm::less<>(), "one kernel sorted runs n=" + std::to_string(n));
   }
   // Two one-kernel sorts in flight at once on two streams (both cooperative
-  // grids as large as the GPU holds).
-  const auto keys = make_input<std::int32_t>(3 * 600 * t, distribution::random, shape::generic, 262, lm::less<>());
-  auto d1 = to_device(keys), d2 = to_device(keys);
+  // grids as large as the GPU holds; the first with a separate block sort).
+  const auto keys1 = make_input<std::int32_t>(separate + 999, distribution::random, shape::generic, 262, lm::less<>());
+  const auto keys2 = make_input<std::int32_t>(600 * t, distribution::random, shape::generic, 263, lm::less<>());
+  auto d1 = to_device(keys1), d2 = to_device(keys2);
   cudaStream_t s1, s2;
   BOOST_REQUIRE_EQUAL(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cudaSuccess);
   BOOST_REQUIRE_EQUAL(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cudaSuccess);
@@ -260,8 +265,8 @@ BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
   lm::merge_sort(lm::cuda::par.on(s2), d2.begin(), d2.end(), lm::greater<>());
   BOOST_REQUIRE_EQUAL(cudaStreamSynchronize(s1), cudaSuccess);
   BOOST_REQUIRE_EQUAL(cudaStreamSynchronize(s2), cudaSuccess);
-  check_same(to_host(d1), reference_sort(keys, lm::less<>()), "one kernel on stream 1");
-  check_same(to_host(d2), reference_sort(keys, lm::greater<>()), "one kernel on stream 2");
+  check_same(to_host(d1), reference_sort(keys1, lm::less<>()), "one kernel on stream 1");
+  check_same(to_host(d2), reference_sort(keys2, lm::greater<>()), "one kernel on stream 2");
   cudaStreamDestroy(s1);
   cudaStreamDestroy(s2);
 }
