@@ -119,30 +119,41 @@ __device__ __forceinline__ void wait_for_prerequisite_grid() {
 #endif
 }
 
-// Launches `kernel` on `stream`; launch errors come back from
-// cudaLaunchKernelEx itself, so no check reads the thread's last-error slot
-// (where an earlier, unrelated failure may still sit). With `dependent` and a
-// kernel compiled for sm_90+, a programmatic dependent launch: the kernel
-// must call wait_for_prerequisite_grid() before it reads what earlier work on
-// the stream wrote. (The compiled architecture decides, not the device's:
-// code built for sm_80 has no griddepcontrol instructions to wait.)
+// Launches `kernel` on `stream` with the launch attribute `attribute` (none
+// when null); launch errors come back from cudaLaunchKernelEx itself, so no
+// check reads the thread's last-error slot (where an earlier, unrelated
+// failure may still sit).
 template <class... Params, class... Args>
-void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream, bool dependent,
-            const device_info& dev, const char* algorithm, const char* kernel_name, Args&&... args) {
+void launch_with(const cudaLaunchAttribute* attribute, void (*kernel)(Params...), index_t grid, int nt,
+                 std::size_t smem, cudaStream_t stream, const char* algorithm, const char* what, Args&&... args) {
   if (grid <= 0) return;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid));
   config.blockDim = dim3(static_cast<unsigned>(nt));
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs =
-      dependent && kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm) >= 90 ? 1 : 0;
-  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), algorithm,
-             (std::string("launch of ") + kernel_name).c_str());
+  cudaLaunchAttribute copy[1];
+  if (attribute != nullptr) copy[0] = *attribute;
+  config.attrs = copy;
+  config.numAttrs = attribute != nullptr ? 1 : 0;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), algorithm, what);
+}
+
+// Launches `kernel` on `stream`. With `dependent` and a kernel compiled for
+// sm_90+, a programmatic dependent launch: the kernel must call
+// wait_for_prerequisite_grid() before it reads what earlier work on the
+// stream wrote. (The compiled architecture decides, not the device's: code
+// built for sm_80 has no griddepcontrol instructions to wait.)
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream, bool dependent,
+            const device_info& dev, const char* algorithm, const char* kernel_name, Args&&... args) {
+  if (grid <= 0) return;
+  cudaLaunchAttribute pdl{};
+  pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  pdl.val.programmaticStreamSerializationAllowed = 1;
+  const bool use_pdl = dependent && kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm) >= 90;
+  launch_with(use_pdl ? &pdl : nullptr, kernel, grid, nt, smem, stream, algorithm,
+              (std::string("launch of ") + kernel_name).c_str(), std::forward<Args>(args)...);
 }
 
 // How many CTAs of `kernel` (nt threads, smem bytes of dynamic shared memory)
@@ -170,19 +181,11 @@ int resident_ctas(Kernel kernel, int nt, std::size_t smem, const device_info& de
 template <class... Params, class... Args>
 void launch_cooperative(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream,
                         const char* algorithm, const char* kernel_name, Args&&... args) {
-  if (grid <= 0) return;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(grid));
-  config.blockDim = dim3(static_cast<unsigned>(nt));
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeCooperative;
-  attribute[0].val.cooperative = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), algorithm,
-             (std::string("cooperative launch of ") + kernel_name).c_str());
+  cudaLaunchAttribute cooperative{};
+  cooperative.id = cudaLaunchAttributeCooperative;
+  cooperative.val.cooperative = 1;
+  launch_with(&cooperative, kernel, grid, nt, smem, stream, algorithm,
+              (std::string("cooperative launch of ") + kernel_name).c_str(), std::forward<Args>(args)...);
 }
 
 // Raises a kernel's dynamic shared memory limit when a box needs more than the
