@@ -821,7 +821,9 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
   const int first_buffer = levels % 2;  // where the block sort writes: the last pass ends in the caller's range
   using bs_types = block_sort_types<BsBox, K, V, WithValues, Indices>;
   auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp>;
-  if (separate) prepare_shared_memory(bs_kernel, sizeof(typename bs_types::temp_storage), dev, BsBox::nt, BsBox::vt, algorithm);
+  if (separate) {
+    prepare_shared_memory(bs_kernel, sizeof(typename bs_types::temp_storage), dev, BsBox::nt, BsBox::vt, algorithm);
+  }
 
   // Scratch keys and values, then the flags (no passes recorded: sort_flags::bytes(0)).
   const cudaStream_t stream = policy.stream();
@@ -852,9 +854,10 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
   }
   if (debug_enabled()) {
-    print_plan<Box>(dev, algorithm,
-                    separate ? "one-kernel passes (after block_sort_kernel)" : "one-kernel sort (block sort and 2-way passes)",
-                    kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm), true, tiles, temp_bytes, smem);
+    const char* stage =
+        separate ? "one-kernel passes (after block_sort_kernel)" : "one-kernel sort (block sort and 2-way passes)";
+    print_plan<Box>(dev, algorithm, stage, kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm), true,
+                    tiles, temp_bytes, smem);
   }
   return true;
 }
