@@ -107,8 +107,9 @@ inline constexpr merge_line merge[] = {
 // block-sort box and the cooperative kernel makes the passes: sm_90 from 2^22
 // (int32 0.208 ms against CUB's 0.221, where one kernel took 0.233 and
 // separate kernels 0.225; int64 0.449 against 0.492); from 2^23 keys and
-// 2^21 pairs separate kernels win (2^23 int32 0.459 against 0.465 ms). sm_90 was tuned on an H100 (docs/cuda-merge-sort.md);
-// the other lines are untuned copies.
+// 2^21 pairs separate kernels win (2^23 int32 0.459 against 0.465 ms).
+// sm_90 was tuned on an H100 (docs/cuda-merge-sort.md); the other lines are
+// untuned copies.
 struct merge_sort_line {
   int arch;
   int bs_nt_keys;

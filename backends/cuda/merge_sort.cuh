@@ -453,6 +453,24 @@ struct alignas(16) tile_desc {
   std::uint16_t size[Ways];  // a tile holds at most 65535 elements (launch_box)
 };
 
+// Tile [d0, d1) of group `group` (runs g): its pieces [start[k], end[k]) of
+// the runs, clamped (clamp_pieces), as a descriptor.
+template <int Ways, class K>
+__device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K>& g, index_t group,
+                                                         index_t (&start)[Ways], index_t (&end)[Ways], index_t d0,
+                                                         index_t d1) {
+  clamp_pieces(g.len, start, end, d1 - d0);
+  const index_t group_begin = group * Ways * g.width;
+  tile_desc<Ways> d;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    d.at[k] = group_begin + k * g.width + start[k];
+    d.size[k] = static_cast<std::uint16_t>(end[k] - start[k]);
+  }
+  d.out = group_begin + d0;
+  return d;
+}
+
 // Tiles a partition block describes: its 128 threads find where 128
 // consecutive tiles start, and each tile but the last ends where the next
 // starts, so one search a block is spent on the next block's first tile.
@@ -517,16 +535,7 @@ __global__ void __launch_bounds__(partition_tiles + 1)
     start[k] = starts[threadIdx.x].s[k];
     end[k] = d1 == size ? g.len[k] : starts[threadIdx.x + 1].s[k];
   }
-  clamp_pieces(g.len, start, end, d1 - d0);
-  const index_t group_begin = static_cast<index_t>(group) * Ways * shape.width;
-  tile_desc<Ways> d;
-#pragma unroll
-  for (int k = 0; k < Ways; ++k) {
-    d.at[k] = group_begin + k * shape.width + start[k];
-    d.size[k] = static_cast<std::uint16_t>(end[k] - start[k]);
-  }
-  d.out = group_begin + d0;
-  descs[tile] = d;
+  descs[tile] = describe_tile(g, group, start, end, d0, d1);
 }
 
 // The registers a merge-pass thread may use: like the merge kernel, many
@@ -683,6 +692,15 @@ __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K)
 
 // ---------------------------------------------------------------------------
 // 4. Back to the caller's buffers when the passes left the data in scratch.
+template <bool WithValues, class K, class V>
+__device__ __forceinline__ void copy_to_caller(const sort_buffers<K, V>& buf, index_t n) {
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    buf.keys(0)[i] = buf.keys(1)[i];
+    if constexpr (WithValues) buf.vals(0)[i] = buf.vals(1)[i];
+  }
+}
+
 template <class K, class V, bool WithValues>
 __global__ void __launch_bounds__(256)
     copy_back_kernel(sort_buffers<K, V> buf, index_t n, int passes, int first_buffer, index_t bs_nv,
@@ -690,11 +708,27 @@ __global__ void __launch_bounds__(256)
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   if (buffer_before_pass(flags, passes, first_buffer, bs_nv) == 0) return;
-  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
-    buf.keys(0)[i] = buf.keys(1)[i];
-    if constexpr (WithValues) buf.vals(0)[i] = buf.vals(1)[i];
-  }
+  copy_to_caller<WithValues>(buf, n);
+}
+
+// 2-way merge levels from runs of `width` to one run of n.
+inline int merge_levels(index_t n, index_t width) {
+  int levels = 0;
+  for (index_t w = width; w < n; w *= 2) ++levels;
+  return levels;
+}
+
+// Zeroes the flags (of `passes` passes) and launches sortedness_kernel, which
+// records in them where the descents of keys[0, n) are (useful: the
+// block-sort tile).
+template <class K, class Comp>
+void launch_sortedness(const K* keys, index_t n, index_t useful, const sort_flags& flags, int passes, Comp comp,
+                       cudaStream_t stream, const device_info& dev, const char* algorithm) {
+  check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(passes), stream), algorithm, "cudaMemsetAsync");
+  constexpr int check_nt = 256;
+  const index_t check_blocks = std::min<index_t>((n + check_nt * 8 - 1) / (check_nt * 8), 4 * dev.sms);
+  launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
+         "sortedness_kernel", keys, n, useful, flags, comp);
 }
 
 // Bytes of n elements of T in temporary storage, each array 256-byte aligned.
@@ -735,13 +769,7 @@ __device__ __forceinline__ void one_kernel_pass_tile(const sort_buffers<K, V>& b
   __syncthreads();
   if (threadIdx.x == 0) {
     index_t start[2] = {split[0], d0 - split[0]}, end[2] = {split[1], d1 - split[1]};
-    clamp_pieces(g.len, start, end, d1 - d0);
-    const index_t group_begin = static_cast<index_t>(group) * 2 * width;
-    for (int k = 0; k < 2; ++k) {
-      desc.at[k] = group_begin + k * width + start[k];
-      desc.size[k] = static_cast<std::uint16_t>(end[k] - start[k]);
-    }
-    desc.out = group_begin + d0;
+    desc = describe_tile(g, group, start, end, d0, d1);
   }
   __syncthreads();
   const int count = static_cast<int>(d1 - d0);
@@ -789,12 +817,7 @@ __global__ void __launch_bounds__(Box::nt, Ctas)
     grid.sync();
     src ^= 1;
   }
-  if (src == 0) return;
-  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
-    buf.keys(0)[i] = buf.keys(1)[i];
-    if constexpr (WithValues) buf.vals(0)[i] = buf.vals(1)[i];
-  }
+  if (src == 1) copy_to_caller<WithValues>(buf, n);
 }
 
 // The one-kernel sort of a size class, or false when the device cannot hold
@@ -816,9 +839,8 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
   const bool separate = OneKernel::separate_log2 > 0 && n >= (index_t(1) << OneKernel::separate_log2);
   const index_t bs_nv = separate ? BsBox::nv : Box::nv;
   const index_t tiles = (n + Box::nv - 1) / Box::nv;
-  int levels = 0;
-  for (index_t w = bs_nv; w < n; w *= 2) ++levels;
-  const int first_buffer = levels % 2;  // where the block sort writes: the last pass ends in the caller's range
+  // Where the block sort writes: the last pass ends in the caller's range.
+  const int first_buffer = merge_levels(n, bs_nv) % 2;
   using bs_types = block_sort_types<BsBox, K, V, WithValues, Indices>;
   auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp>;
   if (separate) {
@@ -837,13 +859,7 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
   // One tile: the block sort alone, which finds a sorted tile itself (two
   // launches fewer: 2^12 int32 keys took 0.021 ms against CUB's 0.014 with them).
   const bool one_tile = tiles == 1 && !separate;
-  if (!one_tile) {
-    check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(0), stream), algorithm, "cudaMemsetAsync");
-    constexpr int check_nt = 256;
-    const index_t check_blocks = std::min<index_t>((n + check_nt * 8 - 1) / (check_nt * 8), 4 * dev.sms);
-    launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
-           "sortedness_kernel", static_cast<const K*>(keys), n, bs_nv, flags, comp);
-  }
+  if (!one_tile) launch_sortedness(static_cast<const K*>(keys), n, bs_nv, flags, 0, comp, stream, dev, algorithm);
   if (separate) {
     launch(bs_kernel, (n + bs_nv - 1) / bs_nv, BsBox::nt, sizeof(typename bs_types::temp_storage), stream, true, dev,
            algorithm, "block_sort_kernel", buf, vals_in, n, first_buffer, flags, comp);
@@ -942,8 +958,7 @@ struct merge_sort_table {
 // even count, scratch for an odd one (first_buffer), and a sort whose every
 // pass has work needs no copy back.
 inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, int max_ways) {
-  int levels = 0;
-  for (index_t w = bs_nv; w < n; w *= 2) ++levels;
+  const int levels = merge_levels(n, bs_nv);
   std::vector<pass_plan> passes;
   index_t width = bs_nv;
   for (int left = levels; left > 0;) {
@@ -1017,11 +1032,8 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   auto* samples = reinterpret_cast<index_t*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes);
   auto* sample_keys = reinterpret_cast<K*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes);
 
-  check_cuda(cudaMemsetAsync(flag_memory, 0, sort_flags::bytes(num_passes), stream), algorithm, "cudaMemsetAsync");
-  constexpr int check_nt = 256;
-  const index_t check_blocks = std::min<index_t>((n + check_nt * 8 - 1) / (check_nt * 8), 4 * dev.sms);
-  launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
-         "sortedness_kernel", static_cast<const K*>(keys), n, static_cast<index_t>(BsBox::nv), flags, comp);
+  launch_sortedness(static_cast<const K*>(keys), n, static_cast<index_t>(BsBox::nv), flags, num_passes, comp, stream,
+                    dev, algorithm);
   launch(bs_kernel, block_tiles, BsBox::nt, bs_smem, stream, true, dev, algorithm, "block_sort_kernel", buf, vals_in,
          n, first_buffer, flags, comp);
   const sort_buffers<K, char> key_buf{buf.keys0, buf.keys1, nullptr, nullptr};
