@@ -108,6 +108,11 @@ inline constexpr merge_line merge[] = {
 // (int32 0.208 ms against CUB's 0.221, where one kernel took 0.233 and
 // separate kernels 0.225; int64 0.449 against 0.492); from 2^23 keys and
 // 2^21 pairs separate kernels win (2^23 int32 0.459 against 0.465 ms).
+// Keys of 9 to 16 bytes (no values) take the class below
+// 2^small_log2_wide, vt scaled from the 8-byte keys' (16-byte keys: 256x5
+// at 4 CTAs an SM; sm_90 below 2^19: 2^16 0.076 ms against CUB's 0.078 and
+// 0.091 for separate kernels, 2^18 0.109 against 0.128 and 0.168; at 2^20
+// separate kernels win, 0.296 against 0.327).
 // sm_90 was tuned on an H100 (docs/cuda-merge-sort.md); the other lines are
 // untuned copies.
 struct merge_sort_line {
@@ -136,6 +141,7 @@ struct merge_sort_line {
   int small_log2_keys;
   int small_log2_pairs;
   int small_separate_log2_keys;
+  int small_log2_wide;
 };
 
 // sm_90, measured on an H100 at 2^16 to 2^28 (docs/cuda-merge-sort.md):
@@ -156,10 +162,10 @@ struct merge_sort_line {
 // 4-byte line scaled to 512x7), which scales to 256x9 / 256x5 for 16-byte
 // keys (1.45x, against 1.14x at 512x3).
 inline constexpr merge_sort_line merge_sort[] = {
-    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22},  // untuned
-    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22},
-    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22},   // untuned
-    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7, 256, 0, 0, 256, 11, 7, 1, 1, 0, 0, 0},           // untuned
+    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22, 19},  // untuned
+    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22, 19},
+    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22, 19},   // untuned
+    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7, 256, 0, 0, 256, 11, 7, 1, 1, 0, 0, 0, 0},        // untuned
 };
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and

@@ -940,10 +940,14 @@ struct merge_sort_table {
     constexpr int bs_nt = wide ? l.wide_nt : (pairs ? l.bs_nt_pairs : l.bs_nt_keys);
     constexpr int nt = wide ? l.wide_nt : l.nt;
     constexpr int large_log2 = wide ? 0 : (pairs ? l.large_log2_pairs : l.large_log2_keys);
-    // The one-kernel class: elements of up to 8 bytes (int64 keys: 256x9).
-    constexpr int small_vt = pairs ? tuning::scale_vt(l.small_vt_pairs, 8, element_bytes)
-                                   : tuning::scale_vt(l.small_vt_keys, 4, sizeof(K));
-    constexpr int small_log2 = element_bytes > 8 ? 0 : (pairs ? l.small_log2_pairs : l.small_log2_keys);
+    // The one-kernel class: elements of up to 8 bytes (int64 keys: 256x9)
+    // and keys of up to 16 bytes, whose vt scales from the 8-byte keys' (16
+    // bytes: 256x5, where scaling from 4-byte keys gives 256x3).
+    constexpr int small_vt = pairs  ? tuning::scale_vt(l.small_vt_pairs, 8, element_bytes)
+                             : wide ? tuning::scale_vt(tuning::scale_vt(l.small_vt_keys, 4, 8), 8, sizeof(K))
+                                    : tuning::scale_vt(l.small_vt_keys, 4, sizeof(K));
+    constexpr int small_log2 = element_bytes <= 8 ? (pairs ? l.small_log2_pairs : l.small_log2_keys)
+                               : (wide && sizeof(K) <= 16 ? l.small_log2_wide : 0);
     return std::tuple<launch_box<shrink(bs_nt, bs_vt_, bs_bytes, true), bs_vt_>,
                       launch_box<shrink(nt, vt_, pass_bytes, false), vt_>, std::integral_constant<int, wide ? 2 : l.ways>,
                       std::integral_constant<int, pairs ? l.four_way_log2_pairs : l.four_way_log2>,

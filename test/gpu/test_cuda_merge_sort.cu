@@ -237,6 +237,18 @@ BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
   static_assert(wide_class::log2 > 0, "int64 keys have a one-kernel class");
   sweep<std::int64_t>(lm::cuda::par, wide_class::box::nv, wide_class::box::nv, lm::less<>(), "one kernel (int64 tiles)",
                       252);
+  // 16-byte keys: vt scaled from the 8-byte keys', their own size class.
+  using record_class = std::tuple_element_t<6, decltype(cb::merge_sort_table<record, void>::boxes<1>())>;
+  static_assert(record_class::log2 > 0 && record_class::box::vt == 5,
+                "16-byte keys have a one-kernel class of 256x5 tiles");
+  sweep<record>(lm::cuda::par, record_class::box::nv, record_class::box::nv, record_less(),
+                "one kernel (16-byte tiles)", 253);
+  for (long long n : {(1LL << record_class::log2) - 1, 1LL << record_class::log2}) {
+    for (distribution d : {distribution::random, distribution::few_distinct}) {
+      check_sorts(lm::cuda::par, make_input<record>(n, d, shape::generic, 254 + n, record_less()), record_less(),
+                  "one kernel 16-byte keys n=" + std::to_string(n) + " " + name(d));
+    }
+  }
   // (From 2^separate_log2 keys, block_sort_kernel sorts first and the
   // cooperative kernel makes the passes.)
   const long long separate = 1LL << keys_class::separate_log2;
