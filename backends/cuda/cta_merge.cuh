@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include <cub/block/block_load.cuh>
+#include <cub/util_ptx.cuh>
 #include <cub/warp/warp_store.cuh>
 
 #include "../../libmerge/detail/config.hpp"
@@ -186,6 +187,25 @@ LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pairs(const K* keys, int na,
   serial_merge<VT, bounds::lower, true>(keys, a, na, b0 + (d - (a - a0)), count, merged, src, comp, a_split, b_split);
 }
 
+// A warp's samples, held by lane `holder` in y[0, VT), to samples[first,
+// first + count) with one coalesced store a 32 of them (each written on its
+// own, one lane's stores of single words cost a 4-way merge pass 0.13 ms at
+// 2^28 int32 keys on an H100). All lanes of the warp call it.
+template <int VT, class T>
+__device__ __forceinline__ void write_warp_samples(const T (&y)[VT], int holder, index_t first, int count, T* samples) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+#pragma unroll
+  for (int from = 0; from < VT; from += 32) {
+    T v{};
+#pragma unroll
+    for (int i = from; i < VT && i < from + 32; ++i) {
+      const T w = cub::ShuffleIndex<32>(y[i], holder, 0xffffffffu);
+      if (lane == i - from) v = w;
+    }
+    if (from + lane < count) samples[first + from + lane] = v;
+  }
+}
+
 // Writes each thread's VT consecutive outputs (tile positions VT*tid + i) to
 // out[0, count) with coalesced stores: cub::WarpStore's transpose, through
 // `scratch` (the warp's VT*32 elements of the tile's key buffer, which no
@@ -220,6 +240,65 @@ __device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch,
     for (int i = 0; i < VT; ++i) {
       const int j = warp_base + 32 * i + lane;
       if (Full || j < count) out[j] = scratch[j];
+    }
+  }
+}
+
+// store_warp_striped for merge sort's 4-way passes, which also sample their
+// output: out[0] is element `at` of the pass's output, and element p with
+// p % 32 == 0 also goes to samples[p / 32] (samples may be null). A warp whose
+// first output is not at a multiple of 32 stores through its slice by hand,
+// along 32-aligned segments (stores straddling two segments cost a 4-way pass
+// about 0.14 ms at 2^28 int32 keys on an H100). Kept apart from
+// store_warp_striped, whose other callers (2-way passes, the one-kernel
+// sort, merge) were slower with this code in their kernels.
+template <int VT, bool Full, class T, class Out>
+__device__ __forceinline__ void store_warp_striped_sampled(const T (&x)[VT], T* scratch, Out out, int count, int tid,
+                                                           T* samples, index_t at) {
+  using store = cub::WarpStore<T, VT, cub::WARP_STORE_TRANSPOSE>;
+  const int warp_base = (tid / 32) * 32 * VT;
+  const int lane = tid % 32;
+  // The warp's first output lies `lead` elements into a 32-aligned segment of
+  // the pass's output.
+  const int lead = static_cast<int>((at + warp_base) % 32);
+  // CUB's unpadded storage declares one element more than the exchange
+  // touches (32 * VT + 1); only the first 32 * VT, the warp's slice, are used.
+  if constexpr (sizeof(typename store::TempStorage) <= (32 * VT + 1) * sizeof(T)) {
+    if (lead == 0) {
+      auto& temp = *reinterpret_cast<typename store::TempStorage*>(scratch + warp_base);
+      T y[VT];  // WarpStore transposes in place
+#pragma unroll
+      for (int i = 0; i < VT; ++i) y[i] = x[i];
+      if constexpr (Full) {
+        store(temp).Store(out + warp_base, y);
+      } else {
+        store(temp).Store(out + warp_base, y, count - warp_base);
+      }
+    }
+  }
+  if (lead != 0 || sizeof(typename store::TempStorage) > (32 * VT + 1) * sizeof(T)) {
+    // Through the slice by hand: the outputs in order, then stored along
+    // 32-aligned segments.
+#pragma unroll
+    for (int i = 0; i < VT; ++i) scratch[warp_base + VT * lane + i] = x[i];
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k <= VT; ++k) {
+      const int p = 32 * k + lane - lead;  // in the warp's outputs
+      const int j = warp_base + p;
+      if (p >= 0 && p < 32 * VT && (Full || j < count)) out[j] = scratch[j];
+    }
+  }
+  if (samples != nullptr) {
+    // The warp's outputs are in order in its slice now (either way): sample
+    // s is element 32 s + first there, stored together (one lane's stores of
+    // single words cost a 4-way pass 0.13 ms at 2^28 int32 keys, H100).
+    const int first = (32 - lead) % 32;
+    const int left = (Full || count - warp_base >= 32 * VT ? 32 * VT : count - warp_base) - first;
+    const int taken = left <= 0 ? 0 : (left + 31) / 32;
+    __syncwarp();
+    for (int k = lane; k < taken; k += 32) {
+      samples[(at + warp_base + first) / 32 + k] = scratch[warp_base + 32 * k + first];
     }
   }
 }

@@ -124,6 +124,27 @@ struct sort_buffers {
 };
 
 // ---------------------------------------------------------------------------
+// Run samples: element p of the data with p % sample_every == 0 is also kept
+// at samples[p / sample_every], written by the kernel that last wrote (or, for
+// sorted runs, read) the data before a 4-way pass. That pass's partition
+// searches them (32 times fewer keys, mostly in L2) and then each run only in
+// a window of 32 keys: about 10 scattered sectors a tile instead of 180
+// (pass_partition_kernel). 32: a warp's striped stores put one sample in
+// each store of one lane (store_warp_striped_sampled).
+inline constexpr int sample_every = 32;
+
+// A thread's keys in blocked order, keys[i] at position first + i (i < count).
+template <int VT, class K>
+__device__ __forceinline__ void sample_blocked(const K (&keys)[VT], index_t first, int count, K* samples) {
+  if (samples == nullptr) return;
+  const int i0 = static_cast<int>((sample_every - first % sample_every) % sample_every);
+#pragma unroll
+  for (int i = 0; i < VT; ++i) {
+    if (i < count && ((i - i0) & (sample_every - 1)) == 0) samples[(first + i) / sample_every] = keys[i];
+  }
+}
+
+// ---------------------------------------------------------------------------
 // 1. Where are the descents? sort_flags::runs becomes the gcd of the positions
 // i + 1 with keys[i + 1] < keys[i]. Blocks stride over the keys; all of them
 // stop as soon as the gcd is below `useful` (a block-sort tile), where it
@@ -149,14 +170,27 @@ struct gcd_op {
   __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return gcd64(a, b); }
 };
 
+// Keys a thread reads a chunk: 64 bytes' worth, at most 16 (2^28 int32 keys
+// in sorted runs, H100, 8 blocks of 256 an SM: 16 keys 0.436 ms, 8 keys
+// 0.468, 32 keys at 4 blocks 0.444; whole 16-byte vectors, 0.408), so that
+// larger keys keep the registers of a full SM.
+template <class K>
+inline constexpr int sortedness_vt = sizeof(K) >= 64 ? 1 : (64 / sizeof(K) < 16 ? int(64 / sizeof(K)) : 16);
+
 template <int NT, class K, class Comp>
 __global__ void __launch_bounds__(NT)
-    sortedness_kernel(const K* keys, index_t n, index_t useful, sort_flags flags, Comp comp) {
+    sortedness_kernel(const K* keys, index_t n, index_t useful, sort_flags flags, Comp comp, K* samples) {
   using reduce = cub::BlockReduce<unsigned long long, NT>;
   __shared__ typename reduce::TempStorage temp;
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  constexpr int vt = 8;
+  // Samples of sorted runs, which skip the block sort (it writes them
+  // otherwise): the loop below reads every key but the last.
+  if (samples != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && (n - 1) % sample_every == 0) {
+    samples[(n - 1) / sample_every] = keys[n - 1];
+  }
+  constexpr int vt = sortedness_vt<K>;
+  static_assert(NT * vt % sample_every == 0 && vt <= 32, "chunks of whole samples; mask bits");
   const unsigned long long limit = static_cast<unsigned long long>(useful);
   volatile unsigned long long* runs = flags.runs;
   auto update = [&](unsigned long long g) {  // runs = gcd(runs, g), atomically
@@ -179,20 +213,39 @@ __global__ void __launch_bounds__(NT)
     // ms; with a full SM of blocks, launch_sortedness, 0.42).
     const unsigned long long seen = threadIdx.x == 0 ? *runs : 0;
     // All loads and comparisons first, branch-free, so that every load is in
-    // flight at once; then the few descents.
+    // flight at once; then the few descents. Thread t holds keys first + i
+    // (blocked: whole 16-byte vectors when the keys are aligned to them);
+    // the key after its last comes from the next lane.
+    const index_t first = base + static_cast<index_t>(threadIdx.x) * vt;
+    K x[vt];
+    if (base + NT * vt <= n && reinterpret_cast<std::uintptr_t>(keys) % 16 == 0) {
+      cub::LoadDirectBlockedVectorized(static_cast<int>(threadIdx.x), const_cast<K*>(keys) + base, x);
+    } else {
+#pragma unroll
+      for (int i = 0; i < vt; ++i) x[i] = first + i < n ? keys[first + i] : K{};
+    }
+    K after = cub::ShuffleDown<32>(x[0], 1, 31, 0xffffffffu);
+    if (threadIdx.x % 32 == 31 && first + vt < n) after = keys[first + vt];
     unsigned mask = 0;
 #pragma unroll
     for (int i = 0; i < vt; ++i) {
-      const index_t j = base + NT * i + threadIdx.x;
-      if (j < n - 1 && comp(keys[j + 1], keys[j])) mask |= 1u << i;
+      const K next = i + 1 < vt ? x[(i + 1) % vt] : after;
+      if (first + i < n - 1 && comp(next, x[i])) mask |= 1u << i;
     }
     if (__syncthreads_or(seen != 0 && seen < limit)) return;  // the same answer for all
-    const int descents = __popc(mask);
-    auto position = [&](int i) { return static_cast<unsigned long long>(base + NT * i + threadIdx.x + 1); };
-    unsigned long long g = mask ? position(__ffs(mask) - 1) : 0;
-    if (!short_chunks) {
-      for (unsigned m = mask & (mask - 1); m; m &= m - 1) g = gcd64(g, position(__ffs(m) - 1));
+    // The chunk's samples, from the threads holding them (vt divides 32 or
+    // is a multiple of it).
+    if (samples != nullptr) {
+#pragma unroll
+      for (int i = 0; i < vt; ++i) {
+        if ((threadIdx.x * vt + i) % sample_every == 0 && first + i < n - 1) {
+          samples[(first + i) / sample_every] = x[i];
+        }
+      }
     }
+    const int descents = __popc(mask);
+    auto position = [&](int i) { return static_cast<unsigned long long>(first + i + 1); };
+    unsigned long long g = mask ? position(__ffs(mask) - 1) : 0;
     if (short_chunks) {
       const int with_one = __syncthreads_count(descents == 1);
       if (__syncthreads_or(descents > 1) || with_one > 1) {
@@ -201,6 +254,16 @@ __global__ void __launch_bounds__(NT)
       }
       if (descents == 1) update(g);  // the chunk's only descent
     } else {
+      // Two descents in one thread lie less than vt apart: closer than
+      // `useful`, so the search ends here too (random input, in its first
+      // chunk; without this the pairs of the one-kernel class, whose tiles
+      // are shorter than a chunk, spent 16 us instead of 4 on the read at
+      // 2^16, H100).
+      if (__syncthreads_or(descents > 1 && vt <= useful)) {
+        if (threadIdx.x == 0) atomicExch(const_cast<unsigned long long*>(runs), 1ull);
+        return;
+      }
+      for (unsigned m = mask & (mask - 1); m; m &= m - 1) g = gcd64(g, position(__ffs(m) - 1));
       // One update per block: all threads updating one word would serialize.
       g = reduce(temp).Reduce(g, gcd_op{});
       if (threadIdx.x == 0 && g != 0) update(g);
@@ -237,7 +300,7 @@ struct block_sort_types {
 template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
 __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, ValsIn vals_in, index_t n, int dest,
                                                 const sort_flags& flags, Comp& comp, index_t tile,
-                                                unsigned char* smem) {
+                                                unsigned char* smem, K* samples = nullptr) {
   using types = block_sort_types<Box, K, V, WithValues, Indices>;
   auto& temp = *reinterpret_cast<typename types::temp_storage*>(smem);
   const int tid = static_cast<int>(threadIdx.x);
@@ -270,6 +333,7 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
   }
   const bool tile_sorted = __syncthreads_and(in_order);
   if (tile_sorted && dest == 0) {
+    sample_blocked(keys, base + Box::vt * tid, mine, samples);
     write_positions(buf.vals(0));
     return;
   }
@@ -309,6 +373,12 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
   }
   __syncthreads();
   typename types::store_keys(temp.store_keys).Store(buf.keys(dest) + base, keys, valid);
+  if (samples != nullptr) {  // the store left each warp's keys striped (warp_base + 32 i + lane)
+    const int warp_base = (tid / 32) * 32 * Box::vt;
+    const int holder = static_cast<int>((32 - (base + warp_base) % 32) % 32);
+    const int left = (valid - warp_base < 32 * Box::vt ? valid - warp_base : 32 * Box::vt) - holder;
+    write_warp_samples(keys, holder, (base + warp_base + holder) / 32, left <= 0 ? 0 : (left + 31) / 32, samples);
+  }
   if constexpr (WithValues) {
     __syncthreads();
     typename types::store_vals(temp.store_vals).Store(buf.vals(dest) + base, vals, valid);
@@ -317,11 +387,12 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
 
 template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
 __global__ void __launch_bounds__(Box::nt, 1)
-    block_sort_kernel(sort_buffers<K, V> buf, ValsIn vals_in, index_t n, int dest, sort_flags flags, Comp comp) {
+    block_sort_kernel(sort_buffers<K, V> buf, ValsIn vals_in, index_t n, int dest, sort_flags flags, Comp comp,
+                      K* samples) {
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  block_sort_tile<Box, K, V, WithValues, Indices>(buf, vals_in, n, dest, flags, comp, blockIdx.x, smem);
+  block_sort_tile<Box, K, V, WithValues, Indices>(buf, vals_in, n, dest, flags, comp, blockIdx.x, smem, samples);
 }
 
 // ---------------------------------------------------------------------------
@@ -390,22 +461,38 @@ __device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
 // as in a 2-way pass's partition.
 __device__ __forceinline__ index_t sample_stride(index_t width, index_t nv) { return (2 * width + nv - 1) / nv + 1; }
 
+// A 4-way pass partitions on run samples when its runs start at multiples of
+// sample_every (every width from a block-sort tile of such a size; sorted runs
+// of other widths take the search over the runs) and its tiles hold 8
+// samples' worth or more (its tiles start at multiples of sample_every, so
+// a tile's diagonal is a whole number of samples).
+LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv) {
+  return width % sample_every == 0 && nv % sample_every == 0 && nv >= 8 * sample_every;
+}
+
 template <class K, class Comp>
 __global__ void __launch_bounds__(128)
     pair_sample_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass, sort_flags flags,
-                       index_t* samples, K* sample_keys, Comp comp) {
+                       index_t* samples, K* sample_keys, const K* run_samples, Comp comp) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   if (!flags.unsorted()) return;
   const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
-  const pass_shape shape = pass_shape_of(plan, flags, n, nv);
-  const index_t w = shape.width, stride = sample_stride(w, nv);
-  const index_t pairs = 2 * ((n + 4 * w - 1) / (4 * w));
+  const index_t width = pass_shape_of(plan, flags, n, nv).width;
+  // On run samples (partitions_on_samples): the same, over the samples, the
+  // runs' width and the tile in samples.
+  const bool sampled = run_samples != nullptr && partitions_on_samples(width, nv);
+  const K* keys = sampled ? run_samples : buf.keys(src);
+  const index_t keys_n = sampled ? (n + sample_every - 1) / sample_every : n;
+  const index_t w = sampled ? width / sample_every : width;
+  if (sampled) nv /= sample_every;
+  const index_t stride = sample_stride(w, nv);
+  const index_t pairs = 2 * ((n + 4 * width - 1) / (4 * width));
   const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= pairs * stride) return;
   // The pairs of a 4-way pass are the groups of a 2-way pass of the same width.
   const index_t j = i % stride;
-  const run_group<2, K> g = group_at<2>(buf.keys(src), n, w, i / stride);
+  const run_group<2, K> g = group_at<2>(keys, keys_n, w, i / stride);
   const index_t size = group_size(g);
   const index_t rank = j * nv < size ? j * nv : size;
   const index_t split = group_split(g, rank, comp).s[0];
@@ -481,16 +568,107 @@ __device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K
 // starts, so one search a block is spent on the next block's first tile.
 inline constexpr int partition_tiles = 127;
 
+// The cut of a 4-way group at sample diagonal D (partitions_on_samples): the
+// 4-way search over the runs' samples (sg; with the pair samples hs over
+// them), then the splitter, the last sample left of that split in the merge's
+// order (ties: the later run), and in each other run the end of what precedes
+// it, searched between the samples around it (32 keys): upper bound in runs
+// before the splitter's, lower bound after (stable). Every probe is in range
+// whatever comp does.
+template <class K, class Comp>
+__device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, const run_group<4, K>& sg, index_t d,
+                                                    const half_samples<K>& hs, Comp& comp) {
+  run_split<4> cut{{0, 0, 0, 0}};
+  if (d == 0) return cut;
+  const index_t target = d * sample_every;
+  const run_split<4> c = group_split(sg, d, comp, hs);
+  int rs = -1;
+  K x{};
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    if (c.s[r] == 0) continue;
+    const K k = sg.keys[r * sg.width + c.s[r] - 1];
+    if (rs < 0 || !comp(k, x)) {
+      rs = r;
+      x = k;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const index_t taken = c.s[r];
+    if (r == rs) {
+      cut.s[r] = sample_every * (taken - 1) + 1;
+    } else if (taken > 0) {
+      const K* run = g.keys + r * g.width;
+      index_t lo = sample_every * (taken - 1) + 1;
+      index_t hi = sample_every * taken < g.len[r] ? sample_every * taken : g.len[r];
+      lo = lo < hi ? lo : hi;
+      while (lo < hi) {
+        const index_t mid = lo + (hi - lo) / 2;
+        if (r < rs ? !comp(x, run[mid]) : comp(run[mid], x)) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      cut.s[r] = lo;
+    }
+  }
+  // Then along the merge to the tile's diagonal, `target` outputs (at most
+  // 4 (sample_every - 1) further for a strict weak order, in the sectors the
+  // window searches just read), so that tiles hold exactly nv outputs, as
+  // with group_split, and start at multiples of nv: full tiles and 32-aligned
+  // stores in the pass kernel (cuts anywhere near the samples' diagonals made
+  // tiles partial and their stores straddle segments: 9% more pass-kernel
+  // time at 2^28 int32 keys, H100). k outputs left: the key q = ceil(k / 4)
+  // into each run, and the first of those in the merge's order (ties: the
+  // earlier run) has at most 4 q - 4 < k keys before it, so its run's q keys
+  // are taken at once: a few rounds of four independent loads instead of k
+  // dependent steps (a serial merge took 0.08 ms of a 0.15 ms partition at
+  // 2^28, H100). Bounded, so that any comp ends; clamp_pieces then keeps the
+  // pieces within the tile.
+  index_t done = 0;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) done += cut.s[r];
+  for (index_t k = target - done < 4 * sample_every ? target - done : 4 * sample_every; k > 0;) {
+    const index_t q = (k + 3) / 4;
+    int pick = -1;
+    index_t take = 0;
+    K first{};
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const index_t left = g.len[r] - cut.s[r];
+      if (left <= 0) continue;
+      const index_t p = left < q ? left : q;
+      const K e = g.keys[r * g.width + cut.s[r] + p - 1];
+      if (pick < 0 || comp(e, first)) {
+        pick = r;
+        first = e;
+        take = p;
+      }
+    }
+    if (pick < 0) break;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      if (r == pick) cut.s[r] += take;
+    }
+    k -= take;
+  }
+  return cut;
+}
+
 // Where every tile of a pass starts in its group's runs (partition.cuh:
 // group_split), then each tile's descriptor. The thread of a group's first
 // tile also checks whether the group is in order already (each run's first
 // key not below the previous run's last), and thread 0 records which buffer
-// the pass reads.
+// the pass reads. 4-way passes with run_samples (partitions_on_samples) find
+// the same cuts through sampled_cut. (The minimum of blocks: without one,
+// ptxas held the 16-byte keys' 4-way kernel to 80 registers and spilled.)
 template <int Ways, class K, class Comp>
-__global__ void __launch_bounds__(partition_tiles + 1)
+__global__ void __launch_bounds__(partition_tiles + 1, 4)
     pass_partition_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass,
                           sort_flags flags, tile_desc<Ways>* descs, const index_t* samples, const K* sample_keys,
-                          Comp comp) {
+                          const K* run_samples, Comp comp) {
   __shared__ run_split<Ways> starts[partition_tiles + 1];
   wait_for_prerequisite_grid();
   allow_dependent_launch();
@@ -500,6 +678,8 @@ __global__ void __launch_bounds__(partition_tiles + 1)
     if (tile == 0) flags.source(pass) = src;
     return;
   }
+  const index_t width = pass_shape_of(plan, flags, n, nv).width;
+  const bool sampled = Ways == 4 && run_samples != nullptr && partitions_on_samples(width, nv);
   const pass_shape shape = pass_shape_of(plan, flags, n, nv);
   if (tile == 0) {
     flags.source(pass) = src;
@@ -509,6 +689,7 @@ __global__ void __launch_bounds__(partition_tiles + 1)
   const int group = static_cast<int>(mine ? tile : 0) / shape.tiles_per_group;
   const int local = static_cast<int>(mine ? tile : 0) % shape.tiles_per_group;
   const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
+  const index_t snv = nv / sample_every;  // a tile in samples (sampled)
   if (mine) {
     if (local == 0) {
       bool in_order = true;
@@ -518,16 +699,28 @@ __global__ void __launch_bounds__(partition_tiles + 1)
       }
       if (!in_order) flags.has_work(pass) = 1;
     }
-    half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, nv};  // 4-way passes: the group's pair samples
+    // 4-way passes: the group's pair samples, over the runs or their samples.
+    half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, sampled ? snv : nv};
     if (samples != nullptr) {
-      const index_t stride = sample_stride(shape.width, nv);
+      const index_t stride =
+          sampled ? sample_stride(shape.width / sample_every, snv) : sample_stride(shape.width, nv);
       const index_t first = static_cast<index_t>(group) * 2 * stride;
       hs.s[0] = samples + first;
       hs.s[1] = hs.s[0] + stride;
       hs.keys[0] = sample_keys + 2 * first;
       hs.keys[1] = hs.keys[0] + 2 * stride;
     }
-    starts[threadIdx.x] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
+    if constexpr (Ways == 4) {
+      if (sampled) {
+        const run_group<4, K> sg = group_at<4>(run_samples, (n + sample_every - 1) / sample_every,
+                                               shape.width / sample_every, group);
+        starts[threadIdx.x] = sampled_cut(g, sg, static_cast<index_t>(local) * snv, hs, comp);
+      } else {
+        starts[threadIdx.x] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
+      }
+    } else {
+      starts[threadIdx.x] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
+    }
   }
   __syncthreads();
   if (!mine || threadIdx.x == partition_tiles) return;
@@ -598,7 +791,7 @@ __device__ __forceinline__ int count_of(const tile_desc<Ways>& d) {
 // int32 kernel spill at its 64-register budget (ptxas -v, sm_90).
 template <class Box, int Ways, bool Full, class K, class V, bool WithValues, class Comp>
 __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d, int count,
-                                          unsigned char* smem, Comp& comp) {
+                                          unsigned char* smem, Comp& comp, K* samples = nullptr) {
   using layout = merge_layout<K, V, WithValues, Box::nv>;
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
   V* vals = reinterpret_cast<V*>(smem + layout::vals);
@@ -661,7 +854,11 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
     __syncthreads();
   }
   const index_t out_at = d.out;
-  store_warp_striped<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out_at, count, tid);
+  if constexpr (Ways == 4) {
+    store_warp_striped_sampled<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out_at, count, tid, samples, out_at);
+  } else {
+    store_warp_striped<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out_at, count, tid);
+  }
   if constexpr (WithValues) {
     __syncthreads();
     V* out_vals = buf.vals(1 - src) + out_at;
@@ -675,7 +872,8 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
 
 template <class Box, int Ways, class K, class V, bool WithValues, class Comp>
 __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K), sizeof(K) + (WithValues ? sizeof(V) : 0)>)
-    pass_kernel(sort_buffers<K, V> buf, int pass, sort_flags flags, const tile_desc<Ways>* descs, Comp comp) {
+    pass_kernel(sort_buffers<K, V> buf, int pass, sort_flags flags, const tile_desc<Ways>* descs, Comp comp,
+                K* samples) {
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_prerequisite_grid();
   allow_dependent_launch();
@@ -688,10 +886,13 @@ __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K)
   // descriptor in registers made the 2-way pairs kernels spill (ptxas -v, sm_90).
   const tile_desc<Ways>& d = descs[tile];
   const int count = count_of(d);
+  // Only 4-way passes sample their output (launch_merge_sort): the code is
+  // left out of the 2-way kernels.
+  K* const sample_to = Ways == 4 ? samples : nullptr;
   if (count == Box::nv) {
-    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, d, count, smem, comp);
+    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, d, count, smem, comp, sample_to);
   } else {
-    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, d, count, smem, comp);
+    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, d, count, smem, comp, sample_to);
   }
 }
 
@@ -728,14 +929,15 @@ inline int merge_levels(index_t n, index_t width) {
 // block-sort tile).
 template <class K, class Comp>
 void launch_sortedness(const K* keys, index_t n, index_t useful, const sort_flags& flags, int passes, Comp comp,
-                       cudaStream_t stream, const device_info& dev, const char* algorithm) {
+                       cudaStream_t stream, const device_info& dev, const char* algorithm, K* samples = nullptr) {
   check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(passes), stream), algorithm, "cudaMemsetAsync");
   constexpr int check_nt = 256;
   // A full SM of blocks (8 of 256 threads): one read of the keys is all the
   // kernel does, so the more loads in flight the better (above).
-  const index_t check_blocks = std::min<index_t>((n + check_nt * 8 - 1) / (check_nt * 8), 8 * dev.sms);
+  const index_t chunk = check_nt * sortedness_vt<K>;
+  const index_t check_blocks = std::min<index_t>((n + chunk - 1) / chunk, 8 * dev.sms);
   launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
-         "sortedness_kernel", keys, n, useful, flags, comp);
+         "sortedness_kernel", keys, n, useful, flags, comp, samples);
 }
 
 // Bytes of n elements of T in temporary storage, each array 256-byte aligned.
@@ -869,7 +1071,7 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
   if (!one_tile) launch_sortedness(static_cast<const K*>(keys), n, bs_nv, flags, 0, comp, stream, dev, algorithm);
   if (separate) {
     launch(bs_kernel, (n + bs_nv - 1) / bs_nv, BsBox::nt, sizeof(typename bs_types::temp_storage), stream, true, dev,
-           algorithm, "block_sort_kernel", buf, vals_in, n, first_buffer, flags, comp);
+           algorithm, "block_sort_kernel", buf, vals_in, n, first_buffer, flags, comp, static_cast<K*>(nullptr));
   }
   launch_cooperative(kernel, std::min<index_t>(tiles, resident), Box::nt, smem, stream, algorithm,
                      "one_kernel_sort_kernel", buf, vals_in, n, first_buffer, flags, one_tile, bs_nv, separate, comp);
@@ -1028,12 +1230,16 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
       align_up((max_ways == 4 ? sizeof(tile_desc<4>) : sizeof(tile_desc<2>)) * static_cast<std::size_t>(max_tiles), 256);
   // 4-way passes: the pair samples, groups * 2 * (ceil(2w / nv) + 1) of them
   // for runs of w, which is at most 5 n / nv + n / bs_nv + 4 for any w from a
-  // block-sort tile up (+ 8: the rounding of both quotients).
+  // block-sort tile up (+ 8: the rounding of both quotients; over run
+  // samples as many), and the run samples, every sample_every-th key.
   const index_t max_samples =
       max_ways == 4 ? 5 * ((n + Box::nv - 1) / Box::nv) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
   const std::size_t sample_bytes = align_up(sizeof(index_t) * static_cast<std::size_t>(max_samples), 256);
   const std::size_t sample_key_bytes = align_up(2 * sizeof(K) * static_cast<std::size_t>(max_samples), 256);
-  const std::size_t temp_bytes = scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes + sample_key_bytes;
+  const index_t run_sample_count = max_ways == 4 ? (n + sample_every - 1) / sample_every : 0;
+  const std::size_t run_sample_bytes = align_up(sizeof(K) * static_cast<std::size_t>(run_sample_count), 256);
+  const std::size_t temp_bytes =
+      scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes + sample_key_bytes + run_sample_bytes;
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
   unsigned char* t = temp.template as<unsigned char>();
   const sort_buffers<K, V> buf{keys, reinterpret_cast<K*>(t), vals, reinterpret_cast<V*>(t + scratch_keys)};
@@ -1042,31 +1248,46 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   void* descs = t + scratch_keys + scratch_vals + flag_bytes;
   auto* samples = reinterpret_cast<index_t*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes);
   auto* sample_keys = reinterpret_cast<K*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes);
+  K* run_samples = max_ways == 4 ? reinterpret_cast<K*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes +
+                                                        sample_bytes + sample_key_bytes)
+                                 : nullptr;
 
   launch_sortedness(static_cast<const K*>(keys), n, static_cast<index_t>(BsBox::nv), flags, num_passes, comp, stream,
-                    dev, algorithm);
+                    dev, algorithm, run_samples);
   launch(bs_kernel, block_tiles, BsBox::nt, bs_smem, stream, true, dev, algorithm, "block_sort_kernel", buf, vals_in,
-         n, first_buffer, flags, comp);
+         n, first_buffer, flags, comp, run_samples);
   const sort_buffers<K, char> key_buf{buf.keys0, buf.keys1, nullptr, nullptr};
   for (int p = 0; p < num_passes; ++p) {
     const pass_plan& s = passes[p];
+    // Each 4-way pass samples its output for the next pass's partition (the
+    // last one has none to feed); the first pass's samples come from the
+    // block sort or the sortedness read. A 2-way pass writes none (the sample
+    // code made the 2-way kernels of int64 keys spill), and a pass skipped on
+    // the device leaves the samples of the data it did not move: so after a
+    // 2-way first pass (an odd level count) no pass partitions on samples,
+    // or a 4-way pass after a skipped one would read the block sort's.
+    const bool sampled = passes[0].ways == 4;
+    K* next_samples = sampled && p + 1 < num_passes ? run_samples : nullptr;
+    const K* my_samples = sampled ? run_samples : nullptr;
     const index_t part_blocks = (s.launch_tiles + partition_tiles - 1) / partition_tiles;
     if (s.ways == 2) {
       auto* d = static_cast<tile_desc<2>*>(descs);
       launch(pass_partition_kernel<2, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
              "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, d,
-             static_cast<const index_t*>(nullptr), static_cast<const K*>(nullptr), comp);
+             static_cast<const index_t*>(nullptr), static_cast<const K*>(nullptr), static_cast<const K*>(nullptr),
+             comp);
       launch(pass2, s.launch_tiles, Box::nt, pass_smem, stream, true, dev, algorithm, "pass_kernel", buf, p, flags,
-             static_cast<const tile_desc<2>*>(d), comp);
+             static_cast<const tile_desc<2>*>(d), comp, static_cast<K*>(nullptr));
     } else if constexpr (MaxWays == 4) {
       auto* d = static_cast<tile_desc<4>*>(descs);
       launch(pair_sample_kernel<K, Comp>, (max_samples + 127) / 128, 128, 0, stream, true, dev, algorithm,
-             "pair_sample_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, samples, sample_keys, comp);
+             "pair_sample_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, samples, sample_keys,
+             my_samples, comp);
       launch(pass_partition_kernel<4, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
              "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, d,
-             static_cast<const index_t*>(samples), static_cast<const K*>(sample_keys), comp);
+             static_cast<const index_t*>(samples), static_cast<const K*>(sample_keys), my_samples, comp);
       launch(pass4, s.launch_tiles, Box::nt, pass_smem, stream, true, dev, algorithm, "pass_kernel", buf, p, flags,
-             static_cast<const tile_desc<4>*>(d), comp);
+             static_cast<const tile_desc<4>*>(d), comp, next_samples);
     }
   }
   if (num_passes > 0) {

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -171,6 +172,10 @@ std::pair<long long, long long> tuned_tiles() {
   return {bs::nv, mb::nv};
 }
 
+// 4-way passes whose partitions search run samples (merge tiles of a multiple
+// of 32 elements, at least 256; block-sort tiles of a multiple of 32).
+using sampled_four_way = lm::launch_boxes<lm::launch_box<64, 3>, lm::launch_box<64, 5>, 4>;
+
 using sort_key_types = std::tuple<std::int8_t, std::int32_t, std::uint32_t, std::int64_t, float, double, record>;
 
 }  // namespace
@@ -197,6 +202,10 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
                       64 * 3, 64 * 3, lm::less<>(), "boxes 64x3 4-way", 204);
   sweep<record>(lm::cuda::par.with(lm::launch_boxes<lm::launch_box<32, 3>, lm::launch_box<96, 5>, 4>{}), 32 * 3,
                 96 * 5, record_less(), "record boxes 32x3 96x5 4-way", 205);
+  // 4-way passes partitioned on run samples (tiles of a multiple of 32
+  // elements, at least 256) at small sizes.
+  sweep<std::int32_t>(lm::cuda::par.with(sampled_four_way{}), 64 * 3, 64 * 5, lm::less<>(), "boxes 64x3 64x5 4-way",
+                      209);
   sweep<std::int32_t>(lm::cuda::par.with(lm::launch_box<128, 7>{}, lm::launch_box<96, 5>{}), 128 * 7, 96 * 5,
                       lm::less<>(), "boxes 128x7 96x5", 201);
   sweep<std::int64_t>(lm::cuda::par.with(lm::launch_box<32, 1>{}, lm::launch_box<32, 2>{}), 32, 64, lm::less<>(),
@@ -316,8 +325,40 @@ BOOST_AUTO_TEST_CASE(sort_aligned_sorted_runs) {
       os << "aligned runs of " << run << " n=" << n;
       check_sorts(lm::cuda::par.with(box{}), v, lm::less<>(), os.str());
       check_sorts(lm::cuda::par.with(four_way{}), v, lm::less<>(), os.str() + " 4-way");
+      check_sorts(lm::cuda::par.with(sampled_four_way{}), v, lm::less<>(), os.str() + " 4-way sampled");
       check_sorts(lm::cuda::par, v, lm::less<>(), os.str() + " tuned");
     }
+  }
+}
+
+// A pass skipped on the device before one that partitions on run samples:
+// the samples it reads must describe the data. Keys come in groups of G
+// whose sub-blocks of S keys hold ascending ranges, each shuffled (so the
+// block sort has work): the pass merging runs of S (G = 4 S) finds every
+// group in order, the next has work. With
+// the 64x3 / 64x5 4-way boxes, n = 12288 is 6 levels over 192-key tiles
+// (4-way passes only; S = 192 skips the first), n = 6144 is 5 (a 2-way
+// first pass, then a 4-way pass of width 384, skipped, then one with work:
+// the block sort's samples no longer describe the data there).
+BOOST_AUTO_TEST_CASE(sort_after_a_skipped_pass) {
+  for (const auto& [n, sub, group] : {std::tuple<long long, long long, long long>{12288, 192, 768},
+                                      std::tuple<long long, long long, long long>{6144, 384, 1536},
+                                      std::tuple<long long, long long, long long>{6144 * 4 + 7, 384, 1536}}) {
+    // Sub-block j of every group lies in band j, the groups' keys
+    // interleaved there, so that the later passes' runs overlap everywhere
+    // (runs of disjoint ranges would make any cut a right one).
+    std::mt19937_64 rng(n + sub);
+    const long long groups = (n + group - 1) / group;
+    std::vector<std::int32_t> v(n);
+    for (long long i = 0; i < n; ++i) {
+      const long long g = i / group, j = i % group / sub, t = i % sub;
+      v[i] = static_cast<std::int32_t>((j * sub + t) * groups + g);
+    }
+    for (long long i = 0; i < n; i += sub) std::shuffle(v.begin() + i, v.begin() + std::min(n, i + sub), rng);
+    std::ostringstream os;
+    os << "n=" << n << " sub-blocks of " << sub << " ascending in groups of " << group;
+    check_sorts(lm::cuda::par.with(sampled_four_way{}), v, lm::less<>(), os.str() + " 4-way sampled");
+    check_sorts(lm::cuda::par, v, lm::less<>(), os.str() + " tuned");
   }
 }
 
@@ -331,7 +372,7 @@ BOOST_AUTO_TEST_CASE(sort_runs_of_any_width) {
   const long long t = 64 * 3;
   const auto [tuned_t, tuned_nv] = tuned_tiles<std::int32_t>();
   (void)tuned_nv;
-  for (long long run : {t, t + 1, 3 * t + 7, 1000LL, 4099LL, tuned_t + 5, 3 * tuned_t - 1}) {
+  for (long long run : {t, t + 1, 3 * t + 7, 1000LL, 1024LL, 4099LL, 32 * 161LL, tuned_t + 5, 3 * tuned_t - 1}) {
     for (long long n : {2 * run, 7 * run + 3, 40 * run + run / 2}) {
       if (quick() && n > 20 * run) continue;
       std::vector<std::int32_t> v(n);
@@ -345,6 +386,7 @@ BOOST_AUTO_TEST_CASE(sort_runs_of_any_width) {
       os << "runs of " << run << " n=" << n;
       check_sorts(lm::cuda::par.with(box{}), v, lm::less<>(), os.str() + " box 64x3");
       check_sorts(lm::cuda::par.with(lm::launch_boxes<box, box, 4>{}), v, lm::less<>(), os.str() + " 4-way");
+      check_sorts(lm::cuda::par.with(sampled_four_way{}), v, lm::less<>(), os.str() + " 4-way sampled");
       check_sorts(lm::cuda::par, v, lm::less<>(), os.str() + " tuned");
     }
   }
@@ -455,7 +497,8 @@ BOOST_AUTO_TEST_CASE(sort_policies_and_iterators) {
   BOOST_CHECK_EQUAL(cudaStreamDestroy(s), cudaSuccess);
 }
 
-// Temporary storage: one copy of keys and values plus a small part per tile.
+// Temporary storage: one copy of keys and values, every 32nd key (the run
+// samples of 4-way passes) and a small part per tile.
 BOOST_AUTO_TEST_CASE(sort_temporary_storage_peak) {
   for (long long n : {1000LL, 1000000LL, 3000001LL}) {
     std::atomic<int> live{0}, calls{0};
@@ -466,7 +509,8 @@ BOOST_AUTO_TEST_CASE(sort_temporary_storage_peak) {
     BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
     const std::size_t copy = static_cast<std::size_t>(n) * 16;
     const std::size_t per_tile = static_cast<std::size_t>(n / 256 + 1) * 32;  // tiles hold >= 256 elements
-    BOOST_CHECK_MESSAGE(largest.load() <= copy + per_tile + 4096,
+    const std::size_t run_samples = static_cast<std::size_t>(n / 32 + 1) * 8;
+    BOOST_CHECK_MESSAGE(largest.load() <= copy + run_samples + per_tile + 4096,
                         "n=" << n << ": " << largest.load() << " bytes of temporary storage");
     BOOST_CHECK_EQUAL(live.load(), 0);
   }
@@ -488,12 +532,14 @@ BOOST_AUTO_TEST_CASE(sort_with_an_inconsistent_comparator) {
     std::iota(keys.begin(), keys.end(), 1);
     std::mt19937_64 rng(800);
     std::shuffle(keys.begin(), keys.end(), rng);
-    for (int variant = 0; variant < 2; ++variant) {
+    for (int variant = 0; variant < 3; ++variant) {
       auto d = to_device(keys);
       if (variant == 0) {
         lm::merge_sort(lm::cuda::par, d.begin(), d.end(), coin_flip());
-      } else {
+      } else if (variant == 1) {
         lm::merge_sort(lm::cuda::par.with(lm::launch_box<32, 1>{}), d.begin(), d.end(), coin_flip());
+      } else {
+        lm::merge_sort(lm::cuda::par.with(sampled_four_way{}), d.begin(), d.end(), coin_flip());
       }
       BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
       const auto out = to_host(d);
