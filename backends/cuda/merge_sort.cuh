@@ -233,8 +233,9 @@ __global__ void __launch_bounds__(NT)
       if (first + i < n - 1 && comp(next, x[i])) mask |= 1u << i;
     }
     if (__syncthreads_or(seen != 0 && seen < limit)) return;  // the same answer for all
-    // The chunk's samples, from the threads holding them (vt divides 32 or
-    // is a multiple of it).
+    // The chunk's samples, from the threads holding them (the chunk starts
+    // at a multiple of 32 keys, so the test below finds every 32nd key for
+    // any vt).
     if (samples != nullptr) {
 #pragma unroll
       for (int i = 0; i < vt; ++i) {
@@ -678,9 +679,8 @@ __global__ void __launch_bounds__(partition_tiles + 1, 4)
     if (tile == 0) flags.source(pass) = src;
     return;
   }
-  const index_t width = pass_shape_of(plan, flags, n, nv).width;
-  const bool sampled = Ways == 4 && run_samples != nullptr && partitions_on_samples(width, nv);
   const pass_shape shape = pass_shape_of(plan, flags, n, nv);
+  const bool sampled = Ways == 4 && run_samples != nullptr && partitions_on_samples(shape.width, nv);
   if (tile == 0) {
     flags.source(pass) = src;
     flags.shapes[pass] = shape;  // the pass kernel's tile count
