@@ -19,7 +19,7 @@ namespace libmerge {
 template <class Policy, class KeyIt, class Comp = less<>, class = detail::require_policy<Policy>>
 void merge_sort(const Policy& policy, KeyIt first, KeyIt last, Comp comp = Comp()) {
   const index_t n = detail::checked_length(first, last, "merge_sort", "first", "last");
-  if (n < 2) return;
+  if (n < 2 && !detail::is_collective_v<Policy>) return;
   const auto& exec = detail::resolve_policy(policy);
   detail::impl_for<algo::merge_sort, Policy>::run(exec, first, n, detail::no_values{},
                                                   detail::no_values{}, comp);
@@ -31,7 +31,7 @@ void merge_sort_by_key(const Policy& policy, KeyIt keys_first, KeyIt keys_last, 
                        Comp comp = Comp()) {
   const index_t n =
       detail::checked_length(keys_first, keys_last, "merge_sort_by_key", "keys_first", "keys_last");
-  if (n < 2) return;
+  if (n < 2 && !detail::is_collective_v<Policy>) return;
   const auto& exec = detail::resolve_policy(policy);
   detail::impl_for<algo::merge_sort, Policy>::run(exec, keys_first, n, values_first, values_first,
                                                   comp);

@@ -19,6 +19,13 @@ class cuda_error : public std::runtime_error {
   cudaError_t code() const noexcept { return code_; }
   const std::string& algorithm() const noexcept { return algorithm_; }
 
+ protected:
+  // For failures that are not a CUDA runtime call's (NCCL's, in nccl_error):
+  // the message as given.
+  struct preformatted {};
+  cuda_error(preformatted, cudaError_t code, const std::string& algorithm, const std::string& message)
+      : std::runtime_error(message), code_(code), algorithm_(algorithm) {}
+
  private:
   cudaError_t code_;
   std::string algorithm_;

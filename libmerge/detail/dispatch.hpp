@@ -77,6 +77,17 @@ struct policy_adapter<Policy, std::enable_if_t<has_backend_tag<Policy>::value>> 
 template <class Policy>
 inline constexpr bool is_execution_policy = policy_adapter<std::decay_t<Policy>>::is_policy;
 
+// A collective policy (`static constexpr bool collective = true`, the NCCL
+// backend's) makes every rank's call part of one distributed operation: a rank
+// whose own range is empty or a single element must still take part, so the
+// front-ends hand such calls to the backend instead of returning early.
+template <class Policy, class = void>
+struct is_collective : std::false_type {};
+template <class Policy>
+struct is_collective<Policy, std::enable_if_t<Policy::collective>> : std::true_type {};
+template <class Policy>
+inline constexpr bool is_collective_v = is_collective<std::decay_t<Policy>>::value;
+
 // A defaulted template parameter of every algorithm: only policies match.
 template <class Policy>
 using require_policy = std::enable_if_t<is_execution_policy<Policy>>;

@@ -1,0 +1,330 @@
+// How the ranks of a distributed sort talk: the four operations the sort needs
+// (an all-gather, a sum all-reduce, an all-to-all of pieces of any size, and a
+// host wait), for every rank this process drives at once. Two transports:
+//
+//   nccl_transport      the real one: NCCL collectives and point-to-point
+//                       calls on the ranks' streams, grouped when this process
+//                       drives several ranks (one thread, ncclCommInitAll).
+//   loopback_transport  all ranks in this process, on one device (or devices
+//                       with peer access): the same operations as device
+//                       copies ordered by events. It runs the sort's
+//                       distributed steps (splitters, exchange, merge) on one
+//                       GPU, so that they are tested where no multi-GPU
+//                       machine is available; it is not a backend.
+//
+// The sort (merge_sort.cuh) is written against this interface only, and does
+// everything for local rank i on stream(i) with device(i) current.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../cuda/error.hpp"
+
+namespace libmerge {
+
+// An NCCL failure on this rank, or one seen through the communicator's
+// asynchronous error (another rank failed or aborted), or a timeout waiting
+// for the other ranks. It is an lm::cuda_error, so code that catches CUDA
+// failures of libmerge catches these too; nccl_code() is NCCL's result
+// (ncclSuccess for a timeout).
+class nccl_error : public cuda_error {
+ public:
+  nccl_error(ncclResult_t result, const std::string& algorithm, const std::string& message)
+      : cuda_error(preformatted{}, cudaErrorUnknown, algorithm, message), result_(result) {}
+  ncclResult_t nccl_code() const noexcept { return result_; }
+
+ private:
+  ncclResult_t result_;
+};
+
+namespace detail::nccl_backend {
+
+inline void check_nccl(ncclResult_t r, ncclComm_t comm, const char* algorithm, const char* what) {
+  if (r == ncclSuccess || r == ncclInProgress) return;
+  std::string msg = std::string("libmerge::") + algorithm + ": " + what + ": " + ncclGetErrorString(r);
+  const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
+  if (last != nullptr && *last != '\0') msg += std::string(" (") + last + ")";
+  throw nccl_error(r, algorithm, msg);
+}
+
+// Makes `device` current and puts the caller's device back at the end of the
+// scope: a call that drives several GPUs leaves the caller where it was.
+class device_scope {
+ public:
+  device_scope() { cudaGetDevice(&saved_); }
+  ~device_scope() { cudaSetDevice(saved_); }
+  void set(int device, const char* algorithm) const {
+    check_cuda(cudaSetDevice(device), algorithm, "cudaSetDevice");
+  }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int saved_ = 0;
+};
+
+// One rank this process drives, as a transport sees it.
+struct member {
+  ncclComm_t comm = nullptr;  // null in the loopback transport
+  cudaStream_t stream = nullptr;
+  int device = 0;
+  int rank = 0;
+};
+
+// A piece of the all-to-all: per peer rank, where its bytes start and how many.
+struct pieces {
+  std::vector<std::size_t> offset, bytes;
+};
+
+class nccl_transport {
+ public:
+  // comms[i] and streams[i] belong to local rank i; every stream must be of
+  // its comm's device.
+  nccl_transport(const std::vector<ncclComm_t>& comms, const std::vector<cudaStream_t>& streams, double timeout_s,
+                 const char* algorithm)
+      : timeout_s_(timeout_s), algorithm_(algorithm) {
+    for (std::size_t i = 0; i < comms.size(); ++i) {
+      member m;
+      m.comm = comms[i];
+      m.stream = streams[i];
+      if (m.comm == nullptr) throw std::invalid_argument(std::string("libmerge::") + algorithm + ": the NCCL communicator is null");
+      int world = 0;
+      check_nccl(ncclCommCount(m.comm, &world), m.comm, algorithm, "ncclCommCount");
+      check_nccl(ncclCommUserRank(m.comm, &m.rank), m.comm, algorithm, "ncclCommUserRank");
+      check_nccl(ncclCommCuDevice(m.comm, &m.device), m.comm, algorithm, "ncclCommCuDevice");
+      if (i == 0) world_ = world;
+      if (world != world_) {
+        throw std::invalid_argument(std::string("libmerge::") + algorithm +
+                                    ": the communicators given belong to groups of different sizes");
+      }
+      members_.push_back(m);
+    }
+  }
+
+  int world() const { return world_; }
+  int local_count() const { return static_cast<int>(members_.size()); }
+  const member& local(int i) const { return members_[static_cast<std::size_t>(i)]; }
+
+  // recv[i] receives every rank's `bytes` bytes, in rank order.
+  void allgather(const std::vector<const void*>& send, const std::vector<void*>& recv, std::size_t bytes) {
+    group([&](const member& m, std::size_t i) {
+      check_nccl(ncclAllGather(send[i], recv[i], bytes, ncclUint8, m.comm, m.stream), m.comm, algorithm_,
+                 "ncclAllGather");
+    });
+  }
+
+  // recv[i][x] = the sum over ranks of send[x].
+  void allreduce_sum(const std::vector<const unsigned long long*>& send, const std::vector<unsigned long long*>& recv,
+                     std::size_t count) {
+    group([&](const member& m, std::size_t i) {
+      check_nccl(ncclAllReduce(send[i], recv[i], count, ncclUint64, ncclSum, m.comm, m.stream), m.comm, algorithm_,
+                 "ncclAllReduce");
+    });
+  }
+
+  // Local rank i sends out[i] pieces of send[i] to each other rank and
+  // receives in[i] pieces into recv[i]; the piece a rank keeps is the caller's
+  // to copy. Empty pieces are not sent (both sides know they are empty).
+  void exchange(const std::vector<const char*>& send, const std::vector<pieces>& out, const std::vector<char*>& recv,
+                const std::vector<pieces>& in) {
+    group([&](const member& m, std::size_t i) {
+      for (int peer = 0; peer < world_; ++peer) {
+        if (peer == m.rank) continue;
+        const std::size_t p = static_cast<std::size_t>(peer);
+        if (out[i].bytes[p] > 0) {
+          check_nccl(ncclSend(send[i] + out[i].offset[p], out[i].bytes[p], ncclUint8, peer, m.comm, m.stream),
+                     m.comm, algorithm_, "ncclSend");
+        }
+        if (in[i].bytes[p] > 0) {
+          check_nccl(ncclRecv(recv[i] + in[i].offset[p], in[i].bytes[p], ncclUint8, peer, m.comm, m.stream), m.comm,
+                     algorithm_, "ncclRecv");
+        }
+      }
+    });
+  }
+
+  // Waits on the host until every local stream has done its work so far. A
+  // CUDA error, an asynchronous NCCL error (a failed or aborted peer) or the
+  // timeout aborts this process's communicators, so that the other ranks'
+  // collectives fail instead of hanging, and throws.
+  void wait_all() {
+    const auto start = std::chrono::steady_clock::now();
+    for (const member& m : members_) {
+      for (;;) {
+        const cudaError_t e = cudaStreamQuery(m.stream);
+        if (e == cudaSuccess) break;
+        if (e != cudaErrorNotReady) {
+          cudaGetLastError();
+          abort_all();
+          throw cuda_error(e, algorithm_, "waiting for the rank's stream");
+        }
+        ncclResult_t async = ncclSuccess;
+        ncclCommGetAsyncError(m.comm, &async);
+        if (async != ncclSuccess && async != ncclInProgress) {
+          abort_all();
+          throw nccl_error(async, algorithm_,
+                           std::string("libmerge::") + algorithm_ +
+                               ": an NCCL operation failed (another rank failed or aborted?): " +
+                               ncclGetErrorString(async) + "; the communicator was aborted");
+        }
+        const double waited =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (waited > timeout_s_) {
+          abort_all();
+          throw nccl_error(ncclSuccess, algorithm_,
+                           std::string("libmerge::") + algorithm_ + ": rank " + std::to_string(m.rank) +
+                               " waited " + std::to_string(timeout_s_) +
+                               " s for the other ranks (did every rank call the sort?); the communicator was "
+                               "aborted");
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    }
+  }
+
+  // Aborts this process's communicators once: their peers' pending
+  // operations fail instead of waiting for ranks that will not come. Called
+  // when a rank fails with collectives outstanding; the communicators are
+  // unusable afterwards.
+  void abort_all() noexcept {
+    if (aborted_) return;
+    aborted_ = true;
+    for (const member& m : members_) ncclCommAbort(m.comm);
+  }
+
+ private:
+  // One NCCL group over the local ranks' calls (a process that drives several
+  // ranks from one thread must group them, or the first call waits for ever).
+  template <class F>
+  void group(F f) {
+    check_nccl(ncclGroupStart(), nullptr, algorithm_, "ncclGroupStart");
+    try {
+      for (std::size_t i = 0; i < members_.size(); ++i) f(members_[i], i);
+    } catch (...) {
+      ncclGroupEnd();
+      throw;
+    }
+    check_nccl(ncclGroupEnd(), members_.front().comm, algorithm_, "ncclGroupEnd");
+  }
+
+  std::vector<member> members_;
+  int world_ = 0;
+  bool aborted_ = false;
+  double timeout_s_;
+  const char* algorithm_;
+};
+
+template <int = 0>
+__global__ void add_u64(unsigned long long* to, const unsigned long long* from, std::size_t count) {
+  const std::size_t x = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (x < count) to[x] += from[x];
+}
+
+// Every rank in this process (see the top of the file). Operations are
+// stream-ordered: a barrier (each stream waits for an event of every other)
+// before the copies, so every rank's data is ready, and after them, so no
+// rank overwrites a buffer another is still reading.
+class loopback_transport {
+ public:
+  loopback_transport(const std::vector<cudaStream_t>& streams, const char* algorithm) : algorithm_(algorithm) {
+    device_scope scope;
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+      member m;
+      m.stream = streams[i];
+      m.rank = static_cast<int>(i);
+      check_cuda(cudaStreamGetDevice(m.stream, &m.device), algorithm, "cudaStreamGetDevice");
+      scope.set(m.device, algorithm);
+      cudaEvent_t e{};
+      check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), algorithm, "cudaEventCreate");
+      events_.push_back(e);
+      members_.push_back(m);
+    }
+  }
+  ~loopback_transport() {
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+  loopback_transport(const loopback_transport&) = delete;
+  loopback_transport& operator=(const loopback_transport&) = delete;
+
+  int world() const { return local_count(); }
+  int local_count() const { return static_cast<int>(members_.size()); }
+  const member& local(int i) const { return members_[static_cast<std::size_t>(i)]; }
+
+  void allgather(const std::vector<const void*>& send, const std::vector<void*>& recv, std::size_t bytes) {
+    barrier();
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      for (std::size_t j = 0; j < members_.size(); ++j) {
+        copy(static_cast<char*>(recv[i]) + j * bytes, i, send[j], j, bytes);
+      }
+    }
+    barrier();
+  }
+
+  void allreduce_sum(const std::vector<const unsigned long long*>& send, const std::vector<unsigned long long*>& recv,
+                     std::size_t count) {
+    barrier();
+    device_scope scope;
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      copy(recv[i], i, send[0], 0, count * sizeof(unsigned long long));
+      scope.set(members_[i].device, algorithm_);
+      for (std::size_t j = 1; j < members_.size(); ++j) {
+        add_u64<><<<static_cast<unsigned>((count + 255) / 256), 256, 0, members_[i].stream>>>(recv[i], send[j], count);
+        check_cuda(cudaGetLastError(), algorithm_, "launching add_u64");
+      }
+    }
+    barrier();
+  }
+
+  void exchange(const std::vector<const char*>& send, const std::vector<pieces>& out, const std::vector<char*>& recv,
+                const std::vector<pieces>& in) {
+    barrier();
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      for (std::size_t j = 0; j < members_.size(); ++j) {
+        if (i == j || in[i].bytes[j] == 0) continue;
+        copy(recv[i] + in[i].offset[j], i, send[j] + out[j].offset[i], j, in[i].bytes[j]);
+      }
+    }
+    barrier();
+  }
+
+  void wait_all() {
+    for (const member& m : members_) check_cuda(cudaStreamSynchronize(m.stream), algorithm_, "cudaStreamSynchronize");
+  }
+
+  void abort_all() noexcept {}  // every rank is here: nobody is left waiting
+
+ private:
+  void copy(void* to, std::size_t i, const void* from, std::size_t j, std::size_t bytes) {
+    if (bytes == 0) return;
+    check_cuda(cudaMemcpyPeerAsync(to, members_[i].device, from, members_[j].device, bytes, members_[i].stream),
+               algorithm_, "cudaMemcpyPeerAsync");
+  }
+  void barrier() {
+    device_scope scope;
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      scope.set(members_[i].device, algorithm_);
+      check_cuda(cudaEventRecord(events_[i], members_[i].stream), algorithm_, "cudaEventRecord");
+    }
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      for (std::size_t j = 0; j < members_.size(); ++j) {
+        if (i != j) {
+          check_cuda(cudaStreamWaitEvent(members_[i].stream, events_[j], 0), algorithm_, "cudaStreamWaitEvent");
+        }
+      }
+    }
+  }
+
+  std::vector<member> members_;
+  std::vector<cudaEvent_t> events_;
+  const char* algorithm_;
+};
+
+}  // namespace detail::nccl_backend
+}  // namespace libmerge

@@ -1,0 +1,82 @@
+// libmerge's sort across GPUs over NCCL (optional: needs NCCL's header and
+// library; find_package(libmerge COMPONENTS nccl) gives the target
+// libmerge::nccl). Include this header instead of, or after, libmerge.hpp.
+//
+// One process (or thread) per GPU, any launcher, the communicator made by the
+// caller:
+//
+//   lm::merge_sort(lm::nccl::par(comm, stream), d_keys, d_keys + n);
+//   lm::merge_sort_by_key(lm::nccl::par(comm, stream), d_keys, d_keys + n, d_vals);
+//
+// One process driving all its GPUs (communicators from ncclCommInitAll), one
+// call for all of them:
+//
+//   std::vector<lm::nccl::shard<int>> shards = {{comm0, stream0, keys0, n0}, {comm1, stream1, keys1, n1}};
+//   lm::nccl::merge_sort(shards);
+//
+// Afterwards rank r holds the r-th slice of the global sorted order, with as
+// many elements as it passed in; equal keys keep rank order, then position.
+// Calls are collective and asynchronous with respect to the host except for
+// two waits on the ranks' streams (the headers and the splitters); they return
+// with the exchange and merge still running on the streams.
+#pragma once
+
+#include <vector>
+
+#include "libmerge.hpp"
+
+#if LIBMERGE_HAS_CUDA
+#include "../policies/nccl.hpp"
+#include "../backends/nccl/merge_sort.cuh"
+
+namespace libmerge::nccl {
+
+// One local rank's part of a call that drives several GPUs.
+template <class K, class V = void>
+struct shard {
+  ncclComm_t comm;
+  cudaStream_t stream;
+  K* keys;
+  index_t n;
+  V* values = nullptr;  // merge_sort_by_key only
+};
+
+namespace detail_ {
+template <bool WithValues, class K, class V, class Comp>
+void sort_all(const std::vector<shard<K, V>>& shards, Comp comp, double timeout_s, const char* algorithm) {
+  namespace nb = libmerge::detail::nccl_backend;
+  using Vs = std::conditional_t<WithValues, V, char>;
+  std::vector<ncclComm_t> comms;
+  std::vector<cudaStream_t> streams;
+  std::vector<nb::shard_view<K, Vs>> views;
+  for (const auto& s : shards) {
+    if (s.n < 0) throw std::invalid_argument(std::string("libmerge::") + algorithm + ": a shard has a negative length");
+    comms.push_back(s.comm);
+    streams.push_back(s.stream);
+    if constexpr (WithValues) {
+      views.push_back({s.keys, s.values, s.n});
+    } else {
+      views.push_back({s.keys, nullptr, s.n});
+    }
+  }
+  if (shards.empty()) return;
+  nb::nccl_transport t(comms, streams, timeout_s, algorithm);
+  nb::sort_shards<WithValues, K, Vs>(t, views, comp, algorithm);
+}
+}  // namespace detail_
+
+// Sorts the keys of every shard as one sequence (see the top of the file).
+template <class K, class Comp = less<>>
+void merge_sort(const std::vector<shard<K>>& shards, Comp comp = Comp(), double timeout_s = 300.0) {
+  detail_::sort_all<false>(shards, comp, timeout_s, "merge_sort");
+}
+
+template <class K, class V, class Comp = less<>>
+void merge_sort_by_key(const std::vector<shard<K, V>>& shards, Comp comp = Comp(), double timeout_s = 300.0) {
+  detail_::sort_all<true>(shards, comp, timeout_s, "merge_sort_by_key");
+}
+
+}  // namespace libmerge::nccl
+#else
+#error "libmerge/nccl.hpp needs nvcc: the NCCL backend runs on the CUDA backend"
+#endif

@@ -1,0 +1,291 @@
+// The sort across GPUs over NCCL: int32 keys and int32/int32 pairs, 2^28 ..
+// 2^32 in all, on 1, 2 and 4 GPUs (as many as are visible), one process
+// driving every GPU. For each: the whole call (CUDA events on every rank's
+// stream, the slowest rank; median of runs), each phase (local sort,
+// splitters with the header exchange, exchange, merge), and the floor of the
+// exchange: a plain grouped ncclSend/ncclRecv all-to-all of the same bytes
+// (n/k per pair of ranks). 1 GPU is lm::merge_sort itself (the one-rank path),
+// the peer the speed-ups are taken against. Every sorted output is checked
+// once (each rank sorted, ranks in order, lengths kept, same multiset).
+//
+//   libmerge_nccl_bench [--max-log2 N] [--runs R] [--loopback K]
+//
+// --loopback K runs K ranks on GPU 0 through the loopback transport: the
+// phases of the distributed steps with every rank sharing one GPU (no
+// scaling figure; it shows what the splitters and the merge tree cost).
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <thrust/device_vector.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/sort.h>
+#include <thrust/transform.h>
+#include <thrust/transform_reduce.h>
+
+#include <libmerge/nccl.hpp>
+
+#include "gpu_bench_support.cuh"
+
+namespace lm = libmerge;
+namespace nb = libmerge::detail::nccl_backend;
+
+namespace {
+
+void nccl_check(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(r));
+}
+
+struct key_of {
+  unsigned seed;
+  __host__ __device__ int operator()(long long i) const {
+    std::uint64_t x = static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull + seed;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    return static_cast<int>((x ^ (x >> 29)) >> 32);
+  }
+};
+struct hash_of {
+  __host__ __device__ std::uint64_t operator()(int k) const {
+    std::uint64_t x = static_cast<std::uint64_t>(static_cast<std::uint32_t>(k)) * 0xD6E8FEB86659FD93ull;
+    return x ^ (x >> 32);
+  }
+};
+
+float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// One rank's data: the input (kept to restore before each run) and the
+// buffers sorted in place.
+struct rank_data {
+  int device;
+  cudaStream_t stream;
+  long long n;
+  thrust::device_vector<int> input, keys, vals, vals_input;
+  std::vector<cudaEvent_t> marks;
+};
+
+struct result {
+  float total = 0, phase[4] = {0, 0, 0, 0}, alltoall = 0;
+  bool ok = true;
+};
+
+template <class Transport>
+result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bool pairs, int runs,
+                const std::vector<ncclComm_t>* comms) {
+  const int k = static_cast<int>(ranks.size());
+  nb::phase_marks marks;
+  for (auto& r : ranks) marks.events.push_back(r->marks);
+  std::vector<std::vector<float>> total, phase[4];
+  std::vector<float> a2a;
+  for (int run = 0; run < runs + 1; ++run) {  // run 0 is the warm-up
+    for (auto& r : ranks) {
+      cuda_check(cudaSetDevice(r->device), "cudaSetDevice");
+      cuda_check(cudaMemcpyAsync(thrust::raw_pointer_cast(r->keys.data()), thrust::raw_pointer_cast(r->input.data()),
+                                 r->n * sizeof(int), cudaMemcpyDeviceToDevice, r->stream),
+                 "restore keys");
+      if (pairs) {
+        cuda_check(cudaMemcpyAsync(thrust::raw_pointer_cast(r->vals.data()), thrust::raw_pointer_cast(r->vals_input.data()),
+                                   r->n * sizeof(int), cudaMemcpyDeviceToDevice, r->stream),
+                   "restore values");
+      }
+    }
+    if (pairs) {
+      std::vector<nb::shard_view<int, int>> v;
+      for (auto& r : ranks) v.push_back({thrust::raw_pointer_cast(r->keys.data()), thrust::raw_pointer_cast(r->vals.data()), r->n});
+      nb::sort_shards<true>(t, v, lm::less<>(), "merge_sort_by_key", &marks);
+    } else {
+      std::vector<nb::shard_view<int, char>> v;
+      for (auto& r : ranks) v.push_back({thrust::raw_pointer_cast(r->keys.data()), nullptr, r->n});
+      nb::sort_shards<false>(t, v, lm::less<>(), "merge_sort", &marks);
+    }
+    float worst = 0, ph[4] = {0, 0, 0, 0};
+    for (auto& r : ranks) {
+      cuda_check(cudaSetDevice(r->device), "cudaSetDevice");
+      cuda_check(cudaEventSynchronize(r->marks[4]), "cudaEventSynchronize");
+      float ms = 0;
+      cuda_check(cudaEventElapsedTime(&ms, r->marks[0], r->marks[4]), "elapsed");
+      worst = std::max(worst, ms);
+      for (int p = 0; p < 4; ++p) {
+        cuda_check(cudaEventElapsedTime(&ms, r->marks[p], r->marks[p + 1]), "elapsed");
+        ph[p] = std::max(ph[p], ms);
+      }
+    }
+    if (run == 0) continue;
+    total.push_back({worst});
+    for (int p = 0; p < 4; ++p) phase[p].push_back({ph[p]});
+  }
+  result res;
+  auto med = [](const std::vector<std::vector<float>>& v) {
+    std::vector<float> f;
+    for (auto& x : v) f.push_back(x[0]);
+    return median(f);
+  };
+  res.total = med(total);
+  for (int p = 0; p < 4; ++p) res.phase[p] = med(phase[p]);
+
+  // The exchange's floor: a grouped all-to-all of n/k elements a pair.
+  if (comms != nullptr && k > 1) {
+    for (int run = 0; run < runs + 1; ++run) {
+      nccl_check(ncclGroupStart(), "ncclGroupStart");
+      for (int i = 0; i < k; ++i) {
+        auto& r = *ranks[static_cast<std::size_t>(i)];
+        cuda_check(cudaSetDevice(r.device), "cudaSetDevice");
+        cuda_check(cudaEventRecord(r.marks[0], r.stream), "record");
+        // n/k keys (and values) to every other rank: the bytes a random input's
+        // exchange moves.
+        const std::size_t piece = static_cast<std::size_t>(r.n / k) * sizeof(int);
+        const ncclComm_t comm = (*comms)[static_cast<std::size_t>(i)];
+        auto send_recv = [&](const thrust::device_vector<int>& from, thrust::device_vector<int>& to) {
+          const char* f = reinterpret_cast<const char*>(thrust::raw_pointer_cast(from.data()));
+          char* d = reinterpret_cast<char*>(thrust::raw_pointer_cast(to.data()));
+          for (int peer = 0; peer < k; ++peer) {
+            if (peer == i) continue;
+            nccl_check(ncclSend(f + peer * piece, piece, ncclUint8, peer, comm, r.stream), "ncclSend");
+            nccl_check(ncclRecv(d + peer * piece, piece, ncclUint8, peer, comm, r.stream), "ncclRecv");
+          }
+        };
+        send_recv(r.input, r.keys);
+        if (pairs) send_recv(r.vals_input, r.vals);
+      }
+      nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+      float worst = 0;
+      for (auto& r : ranks) {
+        cuda_check(cudaSetDevice(r->device), "cudaSetDevice");
+        cuda_check(cudaEventRecord(r->marks[1], r->stream), "record");
+        cuda_check(cudaEventSynchronize(r->marks[1]), "sync");
+        float ms = 0;
+        cuda_check(cudaEventElapsedTime(&ms, r->marks[0], r->marks[1]), "elapsed");
+        worst = std::max(worst, ms);
+      }
+      if (run > 0) a2a.push_back(worst);
+    }
+    res.alltoall = median(a2a);
+  }
+
+  // Check the last run's output (the floor above overwrote keys: sort once more).
+  for (auto& r : ranks) {
+    cuda_check(cudaSetDevice(r->device), "cudaSetDevice");
+    cuda_check(cudaMemcpyAsync(thrust::raw_pointer_cast(r->keys.data()), thrust::raw_pointer_cast(r->input.data()),
+                               r->n * sizeof(int), cudaMemcpyDeviceToDevice, r->stream),
+               "restore keys");
+  }
+  {
+    std::vector<nb::shard_view<int, char>> v;
+    for (auto& r : ranks) v.push_back({thrust::raw_pointer_cast(r->keys.data()), nullptr, r->n});
+    nb::sort_shards<false>(t, v, lm::less<>(), "merge_sort");
+  }
+  std::uint64_t before = 0, after = 0;
+  int last = 0;
+  for (int i = 0; i < k; ++i) {
+    auto& r = *ranks[static_cast<std::size_t>(i)];
+    cuda_check(cudaSetDevice(r.device), "cudaSetDevice");
+    cuda_check(cudaStreamSynchronize(r.stream), "sync");
+    before += thrust::transform_reduce(r.input.begin(), r.input.end(), hash_of(), std::uint64_t(0), thrust::plus<std::uint64_t>());
+    after += thrust::transform_reduce(r.keys.begin(), r.keys.end(), hash_of(), std::uint64_t(0), thrust::plus<std::uint64_t>());
+    if (!thrust::is_sorted(r.keys.begin(), r.keys.end())) res.ok = false;
+    if (r.n > 0) {
+      if (i > 0 && last > int(r.keys.front())) res.ok = false;
+      last = r.keys.back();
+    }
+  }
+  if (before != after) res.ok = false;
+  return res;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast on shared machines
+  int max_log2 = 30, runs = 5, loopback = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--loopback") && i + 1 < argc) loopback = std::atoi(argv[++i]);
+  }
+  int visible = 0;
+  cuda_check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
+  cudaDeviceProp prop{};
+  cuda_check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  int nccl_version = 0;
+  ncclGetVersion(&nccl_version);
+  std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms\n", visible, prop.name, nccl_version, runs);
+  std::printf("%-6s %-5s %5s %10s %10s %10s %10s %10s %10s %8s %s\n", "keys", "type", "gpus", "total", "local_sort",
+              "splitters", "exchange", "merge", "alltoall", "vs_1gpu", "check");
+  std::vector<int> counts;
+  if (loopback > 0) counts = {loopback};
+  else for (int g : {1, 2, 4}) if (g <= visible) counts.push_back(g);
+  for (int lg = 28; lg <= max_log2; ++lg) {
+    for (bool pairs : {false, true}) {
+      float one_gpu = 0;
+      for (int g : counts) {
+        const long long total = 1LL << lg;
+        std::vector<std::unique_ptr<rank_data>> ranks;
+        std::vector<cudaStream_t> streams;
+        std::vector<ncclComm_t> comms(static_cast<std::size_t>(g));
+        try {
+          long long base = 0;
+          for (int i = 0; i < g; ++i) {
+            auto r = std::make_unique<rank_data>();
+            r->device = loopback > 0 ? 0 : i;
+            r->n = total / g;
+            cuda_check(cudaSetDevice(r->device), "cudaSetDevice");
+            cuda_check(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking), "stream");
+            r->input.resize(static_cast<std::size_t>(r->n));
+            r->keys.resize(static_cast<std::size_t>(r->n));
+            thrust::transform(thrust::counting_iterator<long long>(base), thrust::counting_iterator<long long>(base + r->n),
+                              r->input.begin(), key_of{1});
+            if (pairs) {
+              r->vals.resize(static_cast<std::size_t>(r->n));
+              r->vals_input.resize(static_cast<std::size_t>(r->n));
+              thrust::transform(thrust::counting_iterator<long long>(base), thrust::counting_iterator<long long>(base + r->n),
+                                r->vals_input.begin(), key_of{2});
+            }
+            base += r->n;
+            r->marks.resize(5);
+            for (auto& e : r->marks) cuda_check(cudaEventCreate(&e), "event");
+            streams.push_back(r->stream);
+            ranks.push_back(std::move(r));
+          }
+          result res;
+          if (loopback > 0) {
+            nb::loopback_transport t(streams, "merge_sort");
+            res = run_case(t, ranks, pairs, runs, nullptr);
+          } else {
+            std::vector<int> devs(static_cast<std::size_t>(g));
+            for (int i = 0; i < g; ++i) devs[static_cast<std::size_t>(i)] = i;
+            nccl_check(ncclCommInitAll(comms.data(), g, devs.data()), "ncclCommInitAll");
+            nb::nccl_transport t(comms, streams, 300.0, "merge_sort");
+            res = run_case(t, ranks, pairs, runs, &comms);
+            for (auto c : comms) ncclCommDestroy(c);
+          }
+          if (g == 1) one_gpu = res.total;
+          std::printf("2^%-4d %-5s %5d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %8.2f %s\n", lg, pairs ? "pairs" : "int32",
+                      g, res.total, res.phase[0], res.phase[1], res.phase[2], res.phase[3], res.alltoall,
+                      one_gpu > 0 ? one_gpu / res.total : 0.0, res.ok ? "ok" : "WRONG");
+        } catch (const std::exception& e) {
+          std::printf("2^%-4d %-5s %5d skipped: %s\n", lg, pairs ? "pairs" : "int32", g, e.what());
+          cudaGetLastError();
+        }
+        std::fflush(stdout);
+        for (auto& r : ranks) {
+          cudaSetDevice(r->device);
+          cudaStreamSynchronize(r->stream);
+          for (auto e : r->marks) cudaEventDestroy(e);
+          cudaStreamDestroy(r->stream);
+        }
+        ranks.clear();
+        cudaSetDevice(0);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,55 @@
+// lm::nccl::par(comm, stream): sort data spread over the GPUs of an NCCL
+// communicator. Every rank calls lm::merge_sort (or merge_sort_by_key) with its
+// own shard of keys in device memory; afterwards rank r holds the r-th slice
+// of the global sorted order, as many elements as it passed in, stable across
+// ranks (ties keep rank order, then position). The call is collective: every
+// rank of the communicator must make it, with the same key type, value type
+// and comparator. A policy is plain data: this file includes nothing from
+// backends/ (libmerge/nccl.hpp brings in the backend).
+//
+//   lm::nccl::par(comm)                 the default stream of the comm's device
+//   lm::nccl::par(comm, stream)         work on `stream` (of the comm's device)
+//   lm::nccl::par(comm).timeout(60.0)   give up (and abort the communicator)
+//                                       after waiting 60 s for the other ranks
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "../libmerge/detail/dispatch.hpp"
+
+namespace libmerge::backend {
+struct nccl {};
+}  // namespace libmerge::backend
+
+namespace libmerge::nccl {
+
+class policy {
+ public:
+  using backend_tag = backend::nccl;
+  // Every rank takes part in every call, even with an empty shard.
+  static constexpr bool collective = true;
+
+  explicit policy(ncclComm_t comm, cudaStream_t stream = nullptr, double timeout_s = 300.0)
+      : comm_(comm), stream_(stream), timeout_s_(timeout_s) {}
+
+  policy on(cudaStream_t stream) const { return policy(comm_, stream, timeout_s_); }
+  // How long a rank waits at its host synchronizations (two a call) for the
+  // other ranks before it aborts the communicator (ncclCommAbort) and throws:
+  // a rank that failed or never called cannot hang the others for ever. The
+  // communicator is unusable after that; make a new one.
+  policy timeout(double seconds) const { return policy(comm_, stream_, seconds); }
+
+  ncclComm_t comm() const { return comm_; }
+  cudaStream_t stream() const { return stream_; }
+  double timeout_seconds() const { return timeout_s_; }
+
+ private:
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  double timeout_s_;
+};
+
+inline policy par(ncclComm_t comm, cudaStream_t stream = nullptr) { return policy(comm, stream); }
+
+}  // namespace libmerge::nccl

@@ -1,0 +1,339 @@
+// The NCCL merge sort on one GPU:
+//  - one rank through NCCL (lm::nccl::par on a communicator of one GPU, and
+//    the all-GPUs helper) gives exactly the single-GPU sort;
+//  - the distributed steps (splitter search, exchange, merge tree) with 2 to 8
+//    ranks, run by the loopback transport (every rank on this GPU, the
+//    collectives as device copies): each rank's result against the matching
+//    slice of std::stable_sort of all ranks' data, values = (rank, position)
+//    for stability, on random, sorted, reversed, all-equal, duplicate-heavy
+//    and skewed inputs (all keys on one rank, empty ranks), uneven shards,
+//    lm::greater<>, a comparator that is no strict weak ordering, a host
+//    pointer on one rank, and more than 2^31 elements in all.
+// Several GPUs through NCCL: test_nccl_multigpu.cu.
+#define BOOST_TEST_MODULE nccl_merge_sort
+#include <boost/test/included/unit_test.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/logical.h>
+#include <thrust/sort.h>
+#include <thrust/transform.h>
+#include <thrust/transform_reduce.h>
+
+#include <libmerge/nccl.hpp>
+
+#include "cuda_test_support.cuh"
+
+namespace lm = libmerge;
+namespace nb = libmerge::detail::nccl_backend;
+using cuda_test::quick;
+using cuda_test::to_device;
+using cuda_test::to_host;
+
+namespace {
+
+struct streams {
+  std::vector<cudaStream_t> s;
+  explicit streams(int k) : s(static_cast<std::size_t>(k)) {
+    for (auto& x : s) BOOST_REQUIRE(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking) == cudaSuccess);
+  }
+  ~streams() {
+    for (auto x : s) cudaStreamDestroy(x);
+  }
+};
+
+// Sorts shards (keys, and values = rank << 32 | position) over `k` loopback
+// ranks and checks every rank against std::stable_sort of the concatenation.
+template <class K, class Comp = lm::less<>>
+void check_loopback(const std::vector<std::vector<K>>& in, Comp comp = Comp(), bool with_values = true) {
+  const int k = static_cast<int>(in.size());
+  streams st(k);
+  std::vector<thrust::device_vector<K>> keys;
+  std::vector<thrust::device_vector<std::uint64_t>> vals;
+  std::vector<std::pair<K, std::uint64_t>> all;
+  for (int r = 0; r < k; ++r) {
+    keys.push_back(to_device(in[static_cast<std::size_t>(r)]));
+    std::vector<std::uint64_t> v(in[static_cast<std::size_t>(r)].size());
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      v[i] = (std::uint64_t(r) << 32) | i;
+      all.push_back({in[static_cast<std::size_t>(r)][i], v[i]});
+    }
+    vals.push_back(to_device(v));
+  }
+  std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) { return comp(a.first, b.first); });
+  nb::loopback_transport t(st.s, "merge_sort");
+  if (with_values) {
+    std::vector<nb::shard_view<K, std::uint64_t>> views;
+    for (int r = 0; r < k; ++r) {
+      views.push_back({thrust::raw_pointer_cast(keys[static_cast<std::size_t>(r)].data()),
+                       thrust::raw_pointer_cast(vals[static_cast<std::size_t>(r)].data()),
+                       static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
+    }
+    nb::sort_shards<true>(t, views, comp, "merge_sort_by_key");
+  } else {
+    std::vector<nb::shard_view<K, char>> views;
+    for (int r = 0; r < k; ++r) {
+      views.push_back({thrust::raw_pointer_cast(keys[static_cast<std::size_t>(r)].data()), nullptr,
+                       static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
+    }
+    nb::sort_shards<false>(t, views, comp, "merge_sort");
+  }
+  for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  std::size_t at = 0;
+  for (int r = 0; r < k; ++r) {
+    const auto got_k = to_host(keys[static_cast<std::size_t>(r)]);
+    const auto got_v = to_host(vals[static_cast<std::size_t>(r)]);
+    BOOST_REQUIRE_EQUAL(got_k.size(), in[static_cast<std::size_t>(r)].size());
+    for (std::size_t i = 0; i < got_k.size(); ++i, ++at) {
+      const bool key_ok = !comp(got_k[i], all[at].first) && !comp(all[at].first, got_k[i]);
+      if (!key_ok || (with_values && got_v[i] != all[at].second)) {
+        BOOST_FAIL("rank " << r << " of " << k << ", element " << i << ": key " << +got_k[i] << " value " << got_v[i]
+                           << ", expected key " << +all[at].first << " value " << all[at].second);
+      }
+    }
+  }
+}
+
+template <class K>
+std::vector<K> random_keys(std::mt19937_64& g, std::size_t n, std::uint64_t range) {
+  std::vector<K> v(n);
+  for (auto& x : v) x = static_cast<K>(g() % range);
+  return v;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(one_rank_through_nccl_is_the_single_gpu_sort) {
+  ncclComm_t comm{};
+  int dev = 0;
+  BOOST_REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  BOOST_REQUIRE(ncclCommInitAll(&comm, 1, &dev) == ncclSuccess);
+  streams st(1);
+  std::mt19937_64 g(1);
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(1000), std::size_t(300001)}) {
+    const auto h = random_keys<int>(g, n, 1000);
+    std::vector<std::uint32_t> hv(n);
+    std::iota(hv.begin(), hv.end(), 0u);
+    auto d = to_device(h);
+    auto dv = to_device(hv);
+    auto e = to_device(h);
+    auto ev = to_device(hv);
+    lm::merge_sort_by_key(lm::nccl::par(comm, st.s[0]), d.begin(), d.end(), dv.begin());
+    lm::merge_sort_by_key(lm::cuda::par.on(st.s[0]), e.begin(), e.end(), ev.begin());
+    BOOST_REQUIRE(cudaStreamSynchronize(st.s[0]) == cudaSuccess);
+    BOOST_CHECK(to_host(d) == to_host(e));
+    BOOST_CHECK(to_host(dv) == to_host(ev));
+    // Keys only, through the helper that drives every local GPU.
+    auto k = to_device(h);
+    lm::nccl::merge_sort(std::vector<lm::nccl::shard<int>>{{comm, st.s[0], thrust::raw_pointer_cast(k.data()),
+                                                             static_cast<lm::index_t>(n)}},
+                         lm::greater<>());
+    BOOST_REQUIRE(cudaStreamSynchronize(st.s[0]) == cudaSuccess);
+    auto want = h;
+    std::stable_sort(want.begin(), want.end(), std::greater<>());
+    BOOST_CHECK(to_host(k) == want);
+  }
+  ncclCommDestroy(comm);
+}
+
+BOOST_AUTO_TEST_CASE(loopback_random_shards) {
+  std::mt19937_64 g(2);
+  for (int k : {2, 3, 4, 5, 8}) {
+    for (std::size_t n : {std::size_t(1), std::size_t(7), std::size_t(1000), quick() ? std::size_t(20000) : std::size_t(250001)}) {
+      std::vector<std::vector<int>> in;
+      for (int r = 0; r < k; ++r) in.push_back(random_keys<int>(g, n + static_cast<std::size_t>(r) * 13, 1u << 30));
+      BOOST_TEST_CONTEXT("k " << k << " n " << n) { check_loopback(in); }
+      // Duplicate-heavy: runs of equal keys across every cut.
+      for (auto& v : in) v = random_keys<int>(g, v.size(), 5);
+      BOOST_TEST_CONTEXT("k " << k << " n " << n << " five distinct keys") { check_loopback(in); }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(loopback_structured_inputs) {
+  std::mt19937_64 g(3);
+  const std::size_t n = quick() ? 3000 : 100003;
+  for (int k : {2, 4, 7}) {
+    std::vector<std::vector<long long>> sorted, reversed, equal, interleaved;
+    for (int r = 0; r < k; ++r) {
+      std::vector<long long> a(n), b(n), c(n, 42), d(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        a[i] = static_cast<long long>(r * n + i);                 // sorted across ranks
+        b[i] = static_cast<long long>((k - r) * n - i);           // reversed across ranks
+        d[i] = static_cast<long long>(i * static_cast<std::size_t>(k) + static_cast<std::size_t>(r));  // interleaved
+      }
+      sorted.push_back(a);
+      reversed.push_back(b);
+      equal.push_back(c);
+      interleaved.push_back(d);
+    }
+    BOOST_TEST_CONTEXT("k " << k << " sorted") { check_loopback(sorted); }
+    BOOST_TEST_CONTEXT("k " << k << " reversed") { check_loopback(reversed); }
+    BOOST_TEST_CONTEXT("k " << k << " all equal") { check_loopback(equal); }
+    BOOST_TEST_CONTEXT("k " << k << " interleaved") { check_loopback(interleaved); }
+    BOOST_TEST_CONTEXT("k " << k << " keys only") { check_loopback(interleaved, lm::less<>(), false); }
+    BOOST_TEST_CONTEXT("k " << k << " greater") { check_loopback(interleaved, lm::greater<>()); }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(loopback_skewed_and_uneven_shards) {
+  std::mt19937_64 g(4);
+  const std::size_t n = quick() ? 20000 : 400001;
+  // All keys on one rank (first, middle, last), the others empty.
+  for (int k : {2, 4}) {
+    for (int full = 0; full < k; ++full) {
+      std::vector<std::vector<unsigned>> in(static_cast<std::size_t>(k));
+      in[static_cast<std::size_t>(full)] = random_keys<unsigned>(g, n, 1000000);
+      BOOST_TEST_CONTEXT("k " << k << " all on rank " << full) { check_loopback(in); }
+    }
+  }
+  // Shard lengths 0, 1, small, large; one key range per rank (skewed splits).
+  for (int trial = 0; trial < 6; ++trial) {
+    const int k = 2 + trial % 5;
+    std::vector<std::vector<double>> in;
+    for (int r = 0; r < k; ++r) {
+      const std::size_t len = std::vector<std::size_t>{0, 1, 2, 100, n / 3, n}[g() % 6];
+      std::vector<double> v(len);
+      for (auto& x : v) x = static_cast<double>(g() % 1000) + (trial % 2 ? r * 1000.0 : 0.0);
+      in.push_back(v);
+    }
+    BOOST_TEST_CONTEXT("trial " << trial) { check_loopback(in); }
+  }
+  // Every rank empty, and one element in all.
+  check_loopback(std::vector<std::vector<int>>(3));
+  check_loopback(std::vector<std::vector<int>>{{}, {5}, {}});
+}
+
+namespace {
+struct coin {
+  __host__ __device__ bool operator()(int a, int b) const { return ((a * 7 + b * 13) & 3) == 0; }
+};
+}  // namespace
+
+// A comparator that is no strict weak ordering: the call returns or throws a
+// clear error, never hangs, and every output element is one of the input
+// elements (the single-GPU sort's promise for such comparators).
+BOOST_AUTO_TEST_CASE(loopback_inconsistent_comparator) {
+  const int k = 4;
+  const int n = 50000;
+  std::vector<int> all(static_cast<std::size_t>(k * n));
+  std::iota(all.begin(), all.end(), 1);
+  std::mt19937_64 g(5);
+  std::shuffle(all.begin(), all.end(), g);
+  std::vector<thrust::device_vector<int>> keys;
+  keys.reserve(k);  // views point into these: no reallocation
+  std::vector<nb::shard_view<int, char>> views;
+  for (int r = 0; r < k; ++r) {
+    keys.push_back(to_device(std::vector<int>(all.begin() + r * n, all.begin() + (r + 1) * n)));
+    views.push_back({thrust::raw_pointer_cast(keys.back().data()), nullptr, n});
+  }
+  streams st(k);
+  nb::loopback_transport t(st.s, "merge_sort");
+  try {
+    nb::sort_shards<false>(t, views, coin{}, "merge_sort");
+  } catch (const std::runtime_error& e) {
+    BOOST_TEST_MESSAGE("inconsistent comparator: " << e.what());
+    BOOST_CHECK(std::string(e.what()).find("strict weak ordering") != std::string::npos);
+  }
+  for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  for (auto& d : keys) {
+    const auto h = to_host(d);
+    BOOST_CHECK(std::all_of(h.begin(), h.end(), [&](int x) { return x >= 1 && x <= k * n; }));
+  }
+}
+
+// A host pointer on one rank: every rank's call throws (the failing rank its
+// own invalid_argument, the others that a rank failed), nothing hangs, and
+// the other ranks' data is still theirs.
+BOOST_AUTO_TEST_CASE(loopback_host_pointer_on_one_rank) {
+  const int k = 3;
+  std::vector<int> host(1000, 1);
+  std::vector<thrust::device_vector<int>> keys;
+  keys.reserve(k);  // views point into these: no reallocation
+  std::vector<nb::shard_view<int, char>> views;
+  std::vector<std::vector<int>> before;
+  std::mt19937_64 g(6);
+  for (int r = 0; r < k; ++r) {
+    before.push_back(random_keys<int>(g, 1000, 100));
+    keys.push_back(to_device(before.back()));
+    views.push_back({r == 1 ? host.data() : thrust::raw_pointer_cast(keys.back().data()), nullptr, 1000});
+  }
+  streams st(k);
+  nb::loopback_transport t(st.s, "merge_sort");
+  BOOST_CHECK_EXCEPTION(nb::sort_shards<false>(t, views, lm::less<>(), "merge_sort"), std::invalid_argument,
+                        [](const std::invalid_argument& e) {
+                          BOOST_TEST_MESSAGE(e.what());
+                          return std::string(e.what()).find("host memory") != std::string::npos;
+                        });
+  for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  for (int r : {0, 2}) {
+    auto h = to_host(keys[static_cast<std::size_t>(r)]);
+    auto want = before[static_cast<std::size_t>(r)];
+    std::sort(want.begin(), want.end());
+    BOOST_CHECK(h == want);  // sorted locally, nothing exchanged
+  }
+}
+
+namespace {
+struct mix {
+  __host__ __device__ std::uint64_t operator()(long long i) const {
+    std::uint64_t x = static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull + 7;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    return x ^ (x >> 29);
+  }
+};
+struct key_of {
+  __host__ __device__ int operator()(long long i) const { return static_cast<int>(mix()(i) >> 33); }
+};
+struct hash_of {
+  __host__ __device__ std::uint64_t operator()(int k) const { return mix()(k); }
+};
+}  // namespace
+
+// More than 2^31 keys in all over three loopback ranks (global positions and
+// counts beyond 2^31): every shard sorted, the ranks in order at their
+// borders, lengths kept, and the same multiset of keys (sum of a hash of each
+// key).
+BOOST_AUTO_TEST_CASE(loopback_beyond_2_31_elements) {
+  if (quick()) return;
+  const std::vector<long long> n = {(1LL << 30) + 12345, (1LL << 30) + 1000, (1LL << 30) - 77};
+  const int k = static_cast<int>(n.size());
+  std::vector<thrust::device_vector<int>> keys;
+  keys.reserve(n.size());  // views point into these: no reallocation
+  std::vector<nb::shard_view<int, char>> views;
+  std::uint64_t before = 0;
+  long long base = 0;
+  for (int r = 0; r < k; ++r) {
+    const long long len = n[static_cast<std::size_t>(r)];
+    keys.emplace_back(static_cast<std::size_t>(len));
+    thrust::transform(thrust::counting_iterator<long long>(base), thrust::counting_iterator<long long>(base + len),
+                      keys.back().begin(), key_of());
+    base += len;
+    before += thrust::transform_reduce(keys.back().begin(), keys.back().end(), hash_of(), std::uint64_t(0),
+                                       thrust::plus<std::uint64_t>());
+    views.push_back({thrust::raw_pointer_cast(keys.back().data()), nullptr, len});
+  }
+  streams st(k);
+  nb::loopback_transport t(st.s, "merge_sort");
+  nb::sort_shards<false>(t, views, lm::less<>(), "merge_sort");
+  for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  std::uint64_t after = 0;
+  for (int r = 0; r < k; ++r) {
+    auto& d = keys[static_cast<std::size_t>(r)];
+    BOOST_CHECK_EQUAL(static_cast<long long>(d.size()), n[static_cast<std::size_t>(r)]);
+    BOOST_CHECK(thrust::is_sorted(d.begin(), d.end()));
+    after += thrust::transform_reduce(d.begin(), d.end(), hash_of(), std::uint64_t(0), thrust::plus<std::uint64_t>());
+    if (r > 0) BOOST_CHECK(int(keys[static_cast<std::size_t>(r) - 1].back()) <= int(d.front()));
+  }
+  BOOST_CHECK_EQUAL(before, after);
+}
