@@ -24,9 +24,15 @@ run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/install_consumer -B ${WORK_DIR}/insta
     -DCMAKE_PREFIX_PATH=${prefix})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/installed)
 run(${WORK_DIR}/installed/consumer)
+if(EXISTS ${WORK_DIR}/installed/nccl_consumer)
+  run(${WORK_DIR}/installed/nccl_consumer)
+endif()
 
 # add_subdirectory on the source tree
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/test/install_consumer -B ${WORK_DIR}/subdirectory
     -DLIBMERGE_SOURCE_DIR=${SOURCE_DIR})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/subdirectory)
 run(${WORK_DIR}/subdirectory/consumer)
+if(EXISTS ${WORK_DIR}/subdirectory/nccl_consumer)
+  run(${WORK_DIR}/subdirectory/nccl_consumer)
+endif()
