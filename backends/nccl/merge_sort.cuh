@@ -662,8 +662,10 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     t.exchange(send, out, recv, in);
   };
   collective([&] {
-    exchange(&shard_view<K, V>::keys, sizeof(K), &rank_state<K, V>::recv_keys);
-    if constexpr (WithValues) exchange(&shard_view<K, V>::vals, sizeof(V), &rank_state<K, V>::recv_vals);
+    t.grouped([&] {  // keys and values in one all-to-all
+      exchange(&shard_view<K, V>::keys, sizeof(K), &rank_state<K, V>::recv_keys);
+      if constexpr (WithValues) exchange(&shard_view<K, V>::vals, sizeof(V), &rank_state<K, V>::recv_vals);
+    });
     mark(3);
 
     // 6. Merge what each rank received.

@@ -150,6 +150,20 @@ class nccl_transport {
     });
   }
 
+  // The NCCL calls f makes go out as one group (NCCL groups nest): the keys'
+  // and the values' all-to-all share the links.
+  template <class F>
+  void grouped(F f) {
+    check_nccl(ncclGroupStart(), nullptr, algorithm_, "ncclGroupStart");
+    try {
+      f();
+    } catch (...) {
+      ncclGroupEnd();
+      throw;
+    }
+    check_nccl(ncclGroupEnd(), members_.front().comm, algorithm_, "ncclGroupEnd");
+  }
+
   // Waits on the host until every local stream has done its work so far. A
   // CUDA error, an asynchronous NCCL error (a failed or aborted peer) or the
   // timeout aborts this process's communicators, so that the other ranks'
@@ -299,6 +313,10 @@ class loopback_transport {
   }
 
   void abort_all() noexcept {}  // every rank is here: nobody is left waiting
+  template <class F>
+  void grouped(F f) {
+    f();
+  }
 
  private:
   void copy(void* to, std::size_t i, const void* from, std::size_t j, std::size_t bytes) {
