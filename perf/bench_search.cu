@@ -59,9 +59,11 @@
 // Thrust; it prints the smallest k from which the per-needle path wins, for
 // tuning::search's sparse_ratio. --sizes replaces the mode's log2 sizes (N for
 // the search rows and the box sweep, |B| for the crossover). --sparse: the
-// per-needle search with binary (bounds_in_lockstep) and 4-ary
-// (bounds_in_lockstep_4) probes against Thrust, |B| = 2^26 and 2^28 (or
-// --sizes), |A| = |B|/16, /64, /256, /4096, int32.
+// per-needle search with binary (bounds_in_lockstep), 4-ary
+// (bounds_in_lockstep_4) and interpolating (interpolation_bound, from 4 to 32
+// needle spacings) probes against Thrust and the dense path, |B| = 2^26 and
+// 2^28 (or --sizes), |A| = |B|/4 .. /4096, int32; int64 and int32 keys in
+// steps (runs of about 2048 equal keys) at /64 and /4096.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -163,10 +165,13 @@ struct result {
 std::vector<result> results;
 int failures = 0;
 
-// A key from its position: splitmix64, reduced to [-range/2, range/2).
+// A key from its position: splitmix64, reduced to [-range/2, range/2); with
+// `steps`, rounded down to a multiple of 4096 (runs of about 2048 equal keys,
+// the keys an interpolating search guesses worst: --sparse's "steps" rows).
 template <class K>
 struct random_key {
   std::uint64_t seed, range;
+  bool steps = false;
   __host__ __device__ K operator()(long long i) const {
     std::uint64_t x = (static_cast<std::uint64_t>(i) + 1) * 0x9E3779B97F4A7C15ull ^ seed * 0xD1B54A32D192ED03ull;
     x ^= x >> 30;
@@ -174,7 +179,8 @@ struct random_key {
     x ^= x >> 27;
     x *= 0x94D049BB133111EBull;
     x ^= x >> 31;
-    const long long v = static_cast<long long>(x % range) - static_cast<long long>(range / 2);
+    long long v = static_cast<long long>(x % range) - static_cast<long long>(range / 2);
+    if (steps) v = (v >= 0 ? v : v - 4095) / 4096 * 4096;
     if constexpr (sizeof(K) == 8) {
       return static_cast<K>(v * 4294967311LL);
     } else {
@@ -376,7 +382,8 @@ struct dataset {
 
   dataset(const dataset&) = delete;
   dataset& operator=(const dataset&) = delete;
-  dataset(bench& b, long long a_count, long long b_count, std::uint64_t seed) : na(a_count), nb(b_count) {
+  dataset(bench& b, long long a_count, long long b_count, std::uint64_t seed, bool steps = false)
+      : na(a_count), nb(b_count) {
     const double set_bytes = static_cast<double>(na + nb) * sizeof(K) + static_cast<double>(2 * na + nb) * sizeof(out_t);
     copies = b.replicas(static_cast<double>(na + nb) * sizeof(K));
     std::size_t free_bytes = 0, total = 0;
@@ -391,7 +398,7 @@ struct dataset {
     const std::uint64_t range = 2 * static_cast<std::uint64_t>(nb > 0 ? nb : 1);
     auto fill = [&](K* dst, long long n, std::uint64_t sd) {
       thrust::transform(thrust::cuda::par.on(b.s), thrust::counting_iterator<long long>(0),
-                        thrust::counting_iterator<long long>(n), dst, random_key<K>{sd, range});
+                        thrust::counting_iterator<long long>(n), dst, random_key<K>{sd, range, steps});
       thrust::sort(thrust::cuda::par.on(b.s), dst, dst + n);
     };
     fill(keys, na, seed);
@@ -673,10 +680,13 @@ struct sm90 {
   using box = std::tuple_element_t<0, boxes>;
   using needle_box = std::tuple_element_t<1, boxes>;
   static constexpr int ratio = std::tuple_element_t<2, boxes>::value;
+  static constexpr int interpolate_from = std::tuple_element_t<4, boxes>::value;
 };
 
-// --tune (b): dense (merge-path) against per-needle search (binary, unless
-// NeedleBox is a needle_box_4: quaternary_below 0), forced through
+// --tune (b): dense (merge-path) against per-needle search (the line's: binary
+// down to interpolate_from needle spacings, then interpolation; a
+// needle_box_4 searches 4-ary, a needle_box_interpolating interpolates from
+// its own multiple, 0: binary), forced through
 // launch_search with box Box: sparse_ratio INT_MAX never takes the per-needle
 // path, 1 always does (|A| <= |B|). The counts are zeroed on the stream as in
 // the public call; the index search counts nothing, the equality count has no
@@ -687,12 +697,14 @@ void crossover_run(bench& bn, const dataset<K>& d, int i, int ratio) {
   auto* ca = reinterpret_cast<unsigned long long*>(&bn.counts->a);
   auto* cbp = reinterpret_cast<unsigned long long*>(&bn.counts->b);
   if constexpr (O == op::lower_index) {
-    cb::launch_search<Box, NeedleBox, lm::search_type::index, lm::search_type::none, cb::a_writes::search>(
+    cb::launch_search<Box, NeedleBox, lm::search_type::index, lm::search_type::none, cb::a_writes::search,
+                      sm90<K>::interpolate_from>(
         bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::match_counters{ca, cbp}, bn.counts,
         ratio, 0, lm::less<>{}, "sorted_search");
   } else {
     static_assert(O == op::equal_count, "crossover: lower_index or equal_count");
-    cb::launch_search<Box, NeedleBox, lm::search_type::none, lm::search_type::none, cb::a_writes::equal_count>(
+    cb::launch_search<Box, NeedleBox, lm::search_type::none, lm::search_type::none, cb::a_writes::equal_count,
+                      sm90<K>::interpolate_from>(
         bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::match_counters{nullptr, nullptr},
         nullptr, ratio, 0, lm::less<>{}, "sorted_equality_count");
   }
@@ -707,8 +719,12 @@ std::string box_label(const char* prefix) {
 template <op O, class NeedleBox, class K>
 void crossover_needle_box(bench& bn, dataset<K>& d, const std::string& density, double copy, const std::string& what) {
   using Box = typename sm90<K>::box;
+  constexpr int from = cb::interpolation_of_box<NeedleBox>::from;
   const std::string label =
-      box_label<NeedleBox>(cb::is_needle_box_4<NeedleBox>::value ? "per-needle 4-ary" : "per-needle");
+      cb::is_needle_box_4<NeedleBox>::value ? box_label<NeedleBox>("per-needle 4-ary")
+      : from == 0                          ? box_label<NeedleBox>("per-needle binary")
+      : from > 0 ? box_label<NeedleBox>(("per-needle interp " + std::to_string(from) + "x").c_str())
+                 : box_label<NeedleBox>("per-needle");
   const bool ok =
       verify<O>(bn, d, [&] { crossover_run<O, Box, K, NeedleBox>(bn, d, 0, 1); }, what + " " + label);
   record("crossover", O, d, density, label,
@@ -792,7 +808,10 @@ void print_rows(const std::string& section, const char* peer_column) {
 // and with the best box of each k).
 void print_crossover() {
   std::vector<std::string> keys;
-  auto key_of = [](const result& r) { return r.op + "|" + r.type + "|" + std::to_string(r.nb); };
+  auto key_of = [](const result& r) {
+    const bool steps = r.density.find("steps") != std::string::npos;
+    return r.op + "|" + r.type + "|" + std::to_string(r.nb) + (steps ? "|steps" : "");
+  };
   for (const result& r : results) {
     if (r.section == "crossover" && std::find(keys.begin(), keys.end(), key_of(r)) == keys.end()) {
       keys.push_back(key_of(r));
@@ -805,9 +824,10 @@ void print_crossover() {
     }
     if (dense.empty()) continue;
     const result& first = *dense.front();
-    std::printf("\nsparse crossover: %s %s, |B| = 2^%d; dense and per-needle forced with the sm_90 line's box,\n"
+    std::printf("\nsparse crossover: %s %s%s, |B| = 2^%d; dense and per-needle forced with the sm_90 line's box,\n"
                 "'best needle' over the needle boxes tried; the public call uses sparse_ratio %d\n",
-                first.op.c_str(), first.type.c_str(), log2_of(first.nb),
+                first.op.c_str(), first.type.c_str(),
+                first.density.find("steps") != std::string::npos ? " (keys in steps)" : "", log2_of(first.nb),
                 first.type == "int32" ? sm90<std::int32_t>::ratio : sm90<std::int64_t>::ratio);
     std::printf("%6s %10s %10s %10s %10s %-18s %10s %10s %7s %7s\n", "k", "|A|", "dense ms", "needle ms", "best ms",
                 "best needle box", "public ms", "thrust ms", "d/n", "d/best");
@@ -978,16 +998,37 @@ int main(int argc, char** argv) {
       }
     };
     if (opt.sparse) {
-      // The per-needle search with binary and 4-ary probes, at sparse densities.
+      // The per-needle search with binary, 4-ary and interpolating probes
+      // (binary down to 4 to 32 needle spacings), at sparse densities; the
+      // uniform keys of every row, then int64 keys and keys in runs of about
+      // 2048 equal ones ("steps", where interpolation guesses worst).
+      using cb::needle_box_4;
+      using cb::needle_box_interpolating;
       for (int lg : opt.sizes.empty() ? std::vector<int>{26, 28} : opt.sizes) {
-        for (long long k : {16LL, 64LL, 256LL, 4096LL}) {
+        for (long long k : {4LL, 8LL, 16LL, 64LL, 256LL, 4096LL}) {
           guarded([&] {
-            using lm::launch_box;
-            using cb::needle_box_4;
             std::fprintf(stderr, "sparse: |B|=2^%d k=%lld\n", lg, k);
             dataset<std::int32_t> d(bn, (1LL << lg) / k, 1LL << lg, 9500 + lg + static_cast<std::uint64_t>(k));
-            crossover_row<op::lower_index, std::int32_t, launch_box<256, 1>, needle_box_4<128, 1>,
-                          needle_box_4<256, 1>, needle_box_4<128, 2>, needle_box_4<64, 1>>(bn, d, density_name(k));
+            crossover_row<op::lower_index, std::int32_t, needle_box_interpolating<128, 1, 0>,
+                          needle_box_interpolating<128, 1, 4>, needle_box_interpolating<128, 1, 16>,
+                          needle_box_interpolating<128, 1, 32>, needle_box_interpolating<256, 1, 8>,
+                          needle_box_4<128, 1>>(bn, d, density_name(k));
+          });
+        }
+        for (long long k : {64LL, 4096LL}) {
+          guarded([&] {
+            std::fprintf(stderr, "sparse: int64 |B|=2^%d k=%lld\n", lg, k);
+            dataset<std::int64_t> d(bn, (1LL << lg) / k, 1LL << lg, 9600 + lg + static_cast<std::uint64_t>(k));
+            crossover_row<op::lower_index, std::int64_t, needle_box_interpolating<128, 1, 0>,
+                          needle_box_interpolating<128, 1, 4>, needle_box_interpolating<128, 1, 16>>(bn, d,
+                                                                                                   density_name(k));
+          });
+          guarded([&] {
+            std::fprintf(stderr, "sparse: steps |B|=2^%d k=%lld\n", lg, k);
+            dataset<std::int32_t> d(bn, (1LL << lg) / k, 1LL << lg, 9700 + lg + static_cast<std::uint64_t>(k), true);
+            crossover_row<op::lower_index, std::int32_t, needle_box_interpolating<128, 1, 0>,
+                          needle_box_interpolating<128, 1, 4>, needle_box_interpolating<128, 1, 16>>(
+                bn, d, density_name(k) + " steps");
           });
         }
         bn.release_copy_buffer();

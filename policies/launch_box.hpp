@@ -178,10 +178,15 @@ inline constexpr merge_sort_line merge_sort[] = {
 // instead of streaming the long side: needle_nt threads a block, needle_vt
 // needles a thread, with a 4-ary search (three probes a step) while the other
 // side is less than quaternary_below times longer, a binary one from there.
-// sm_90 measured on an H100 (docs/cuda-sorted-search.md: 4-ary 1.14x
-// Thrust at |A| = |B|/16, binary 0.98x; at /256 binary 1.0x, 4-ary 0.90x);
-// the other lines are untuned copies. A caller's .with(box) replaces the tile
-// box; the needle box and the ratios stay the line's.
+// Where the keys are numbers in their natural order (lm::less, lm::greater,
+// Thrust's less and greater), the per-needle search is binary only down to a
+// window of interpolate_from times the needles' spacing (|B| / |A|), then
+// probes where interpolation between the window's end keys puts the needle,
+// a 64-byte block at a time (0: never). sm_90 measured on an H100
+// (docs/cuda-sorted-search.md: 4-ary 1.14x Thrust at |A| = |B|/16, binary
+// 0.98x; at /256 binary 1.0x, 4-ary 0.90x); the other lines are untuned
+// copies. A caller's .with(box) replaces the tile box; the needle box and the
+// ratios stay the line's.
 struct search_line {
   int arch;
   int nt;
@@ -190,13 +195,14 @@ struct search_line {
   int needle_vt;
   int sparse_ratio;
   int quaternary_below;
+  int interpolate_from;
 };
 
 inline constexpr search_line search[] = {
-    {100, 512, 15, 128, 1, 12, 64},  // untuned
-    {90, 512, 15, 128, 1, 12, 64},
-    {80, 512, 15, 128, 1, 12, 64},   // untuned
-    {0, 256, 15, 128, 1, 12, 64},    // untuned
+    {100, 512, 15, 128, 1, 12, 64, 8},  // untuned
+    {90, 512, 15, 128, 1, 12, 64, 8},
+    {80, 512, 15, 128, 1, 12, 64, 8},   // untuned
+    {0, 256, 15, 128, 1, 12, 64, 8},    // untuned
 };
 
 }  // namespace tuning

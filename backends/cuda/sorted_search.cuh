@@ -19,16 +19,20 @@
 // Sparse searches stream a long side for a few results; when only one side
 // writes and the other is sparse_ratio times longer, needle_search_kernel
 // instead searches each needle in the whole other side (one needle a thread in
-// the tuned line): with a 4-ary search while the needles are dense enough to
-// share lines (below quaternary_below), else a binary one, as
-// thrust::lower_bound does.
+// the tuned line). Keys that are numbers in their natural order are searched
+// binary down to a window a few needles wide, then by interpolation, a 64-byte
+// block a probe (interpolation_bound); other keys with a 4-ary search while
+// the needles are dense enough to share lines (below quaternary_below), else
+// a binary one, as thrust::lower_bound does.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cub/block/block_reduce.cuh>
+#include <cuda/std/functional>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <iterator>
 #include <optional>
@@ -402,6 +406,151 @@ __device__ __forceinline__ void bounds_in_lockstep_4(Hay hay, Index lo, Index hi
   }
 }
 
+// Interpolation needs keys that are numbers and a comparator that orders them
+// as numbers (or in reverse): then where x falls between two keys of the
+// haystack says roughly where its bound is. (Thrust's less and greater are
+// cuda::std's.)
+template <class Comp>
+struct numeric_order : std::false_type {};
+template <class T>
+struct numeric_order<libmerge::less<T>> : std::true_type {};
+template <class T>
+struct numeric_order<libmerge::greater<T>> : std::true_type {};
+template <class T>
+struct numeric_order<::cuda::std::less<T>> : std::true_type {};
+template <class T>
+struct numeric_order<::cuda::std::greater<T>> : std::true_type {};
+
+template <class T>
+inline constexpr bool is_number_v = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
+
+template <class Comp, class Needle, class Hay>
+inline constexpr bool interpolable_v = numeric_order<Comp>::value && is_number_v<Needle> && is_number_v<Hay>;
+
+// Probes of the interpolation phase before the search falls back to binary.
+// Three find the bound of uniform int32 keys in as many 64-byte blocks as
+// four (simulated: 1.31 blocks a needle at |A| = |B|/64, against 2.34 for a
+// binary search) and bound what skewed keys can waste.
+inline constexpr int interpolation_probes = 3;
+
+// The first position in hay[0, nh) whose element is not before x (Upper: is
+// after x), or nh: a binary search down to a window of `window` positions,
+// then up to interpolation_probes probes where interpolation between the
+// window's end keys puts the bound, each reading the two ends of the 64-byte
+// block around that guess (one DRAM fetch), then a binary search of what is
+// left (inside the block: L1 hits).
+// Why: at |A| = |B|/64 a binary search reads about 2.3 blocks of 64 bytes a
+// needle, and DRAM's random-access rate bounds it (thrust::lower_bound ties
+// the streaming search there); on keys spread evenly the guess lands in or
+// beside the right block. The levels above the window are shared by
+// neighbouring needles (their blocks are read once, for all of them).
+// Skewed keys only cost probes: a probe that misses still moves one end of
+// the window, the guess is clamped inside it, and a needle equal to the key at
+// the window's end (a run of equal keys the guess cannot see into) is searched
+// binary from there (after one probe, if that end came from a probe). Invariant: the bound lies in [lo, hi]; hay[lo
+// - 1] (vlo, if lo > 0) is before x and hay[hi] (vhi, if hi < nh) is not.
+// Every load lies in [0, nh) whatever the keys, sorted or not.
+// b - a as a float, for a guess: integers are subtracted in their common
+// type made unsigned (no difference overflows; int64 keys near 2^62 that
+// differ by 1 give 1), floating point in its own type (an overflow to
+// infinity only spoils the guess).
+template <class A, class B>
+__device__ __forceinline__ float key_distance(const A& a, const B& b) {
+  using C = std::common_type_t<A, B>;
+  const C ca = static_cast<C>(a), cb = static_cast<C>(b);
+  if constexpr (std::is_integral_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return cb >= ca ? static_cast<float>(static_cast<U>(static_cast<U>(cb) - static_cast<U>(ca)))
+                    : -static_cast<float>(static_cast<U>(static_cast<U>(ca) - static_cast<U>(cb)));
+  } else {
+    return static_cast<float>(cb - ca);
+  }
+}
+
+template <bool Upper, class Index, class Hay, class T, class Comp>
+__device__ __forceinline__ Index interpolation_bound(Hay hay, Index nh, const T& x, Index window, int phase,
+                                                     Comp& comp) {
+  using H = value_of<Hay>;
+  // Keys a 64-byte block; phase: the haystack's offset from a block boundary
+  // in keys, so that a probe's two loads share one DRAM fetch.
+  constexpr Index block = sizeof(H) <= 64 && 64 % sizeof(H) == 0 ? Index(64 / sizeof(H)) : Index(1);
+  const auto before = [&](const H& v) { return Upper ? !comp(x, v) : comp(v, x); };
+  Index lo = 0, hi = nh;
+  H vlo{}, vhi{};
+  while (hi - lo >= window) {
+    const Index mid = lo + (hi - lo) / 2;
+    const H v = hay[mid];
+    if (before(v)) {
+      lo = mid + 1;
+      vlo = v;
+    } else {
+      hi = mid;
+      vhi = v;
+    }
+  }
+  if (lo > 0 && hi < nh) {
+    for (int probe = 0; probe < interpolation_probes && lo < hi; ++probe) {
+      // x lies between the keys at lo - 1 and hi: f of the way (a float is
+      // exact enough for a guess). f is 0 or 1 where x equals an end's key
+      // (its run may go on past the guess), and NaN (unordered keys, a span
+      // that overflowed) is taken as 0.
+      float f = __fdividef(key_distance(vlo, x), key_distance(vlo, vhi));
+      const bool at_end = !(f > 0.0f && f < 1.0f);
+      // Equal to an end's key before any probe: the binary phase ended in
+      // x's run, which may fill the window (keys in long runs); binary.
+      if (at_end && probe == 0) break;
+      f = f > 0.0f ? (f < 1.0f ? f : 1.0f) : 0.0f;
+      Index g = lo + static_cast<Index>(f * static_cast<float>(hi - lo));
+      g = g < hi ? g : hi - 1;
+      // The block around g, within [lo, hi): its first and last key. (No
+      // sum here exceeds nh + 2 * block: int positions are used below 2^31 -
+      // 256 keys.)
+      const Index b0 = g - (g % block + phase) % block;
+      const Index s = b0 > lo ? b0 : lo;
+      const Index e = (b0 + block < hi ? b0 + block : hi) - 1;
+      const H vs = hay[s];
+      const H ve = hay[e];
+      if (!before(vs)) {
+        hi = s;
+        vhi = vs;
+      } else if (before(ve)) {
+        lo = e + 1;
+        vlo = ve;
+      } else {
+        lo = s + 1;  // the bound is in (s, e]: binary search there
+        hi = e;
+        break;
+      }
+      if (at_end) break;
+    }
+  }
+  while (lo < hi) {
+    const Index mid = lo + (hi - lo) / 2;
+    if (before(hay[mid])) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// The haystack's offset from a 64-byte boundary, in keys (0 for iterators
+// that are no pointer, or keys whose size does not divide 64).
+template <class Hay>
+__device__ __forceinline__ int block_phase(Hay hay) {
+  using H = value_of<Hay>;
+  if constexpr (std::is_pointer_v<Hay> && sizeof(H) <= 64 && 64 % sizeof(H) == 0) {
+    const auto address = reinterpret_cast<std::uintptr_t>(hay);
+    return address % sizeof(H) == 0 ? static_cast<int>(address % 64 / sizeof(H)) : 0;
+  } else {
+    return 0;
+  }
+}
+
+// How the per-needle search probes.
+enum class needle_probe { binary, quaternary, interpolation };
+
 // A needle box whose searches probe 4-ary (bounds_in_lockstep_4).
 template <int NT, int VT>
 struct needle_box_4 : launch_box<NT, VT> {};
@@ -410,24 +559,38 @@ struct is_needle_box_4 : std::false_type {};
 template <int NT, int VT>
 struct is_needle_box_4<needle_box_4<NT, VT>> : std::true_type {};
 
+// A needle box that interpolates from From times the needles' spacing
+// whatever the line says (the benchmark's sweeps; From 0: never).
+template <int NT, int VT, int From>
+struct needle_box_interpolating : launch_box<NT, VT> {};
+template <class Box>
+struct interpolation_of_box {
+  static constexpr int from = -1;  // the line's
+};
+template <int NT, int VT, int From>
+struct interpolation_of_box<needle_box_interpolating<NT, VT, From>> {
+  static constexpr int from = From;
+};
+
 // The sparse search: each needle is searched in the whole haystack, as
 // thrust::lower_bound does, with the match flags, counts and equality runs of
 // sorted search. A thread takes vt consecutive needles and searches them in
-// lockstep, binary or (Quaternary) 4-ary: sorted needles that are neighbours
-// take the same path through the haystack until its last levels, so one
-// thread's vt loads of a step mostly fall in the same cache line, and the
-// loads of different steps overlap. (Bracketing each tile's needles first, with
-// a global search for its first and last needle, was measured slower on an
-// H100: that search is a chain of dependent loads in front of the tile's own;
-// tiles of 7680 needles, 2^28 int32 keys with 1/4096 of them needles: 0.16 ms,
-// thrust::lower_bound 0.033 ms.)
+// lockstep, binary or 4-ary: sorted needles that are neighbours take the same
+// path through the haystack until its last levels, so one thread's vt loads
+// of a step mostly fall in the same cache line, and the loads of different
+// steps overlap; or (needle_probe::interpolation) one after the other with
+// interpolation_bound, binary down to `window` positions. (Bracketing each
+// tile's needles first, with a global search for its first and last needle,
+// was measured slower on an H100: that search is a chain of dependent loads in
+// front of the tile's own; tiles of 7680 needles, 2^28 int32 keys with 1/4096
+// of them needles: 0.16 ms, thrust::lower_bound 0.033 ms.)
 // Index is int when the haystack is shorter than 2^31 (a third fewer
 // instructions a search step than 64-bit positions).
-template <class Box, bool Quaternary, bool Upper, search_type Type, a_writes Writes, class Index, class NIt,
+template <class Box, needle_probe Probe, bool Upper, search_type Type, a_writes Writes, class Index, class NIt,
           class HIt, class Out, class Comp>
 __global__ void __launch_bounds__(Box::nt)
-    needle_search_kernel(NIt needles, index_t nn, HIt hay, Index nh, Out out, unsigned long long* matches,
-                         Comp comp) {
+    needle_search_kernel(NIt needles, index_t nn, HIt hay, Index nh, Index window, Out out,
+                         unsigned long long* matches, Comp comp) {
   using T = value_of<NIt>;
   const int tid = static_cast<int>(threadIdx.x);
   const index_t base = static_cast<index_t>(blockIdx.x) * Box::nv + static_cast<index_t>(tid) * Box::vt;
@@ -440,7 +603,11 @@ __global__ void __launch_bounds__(Box::nt)
     x[k] = static_cast<T>(needles[j < nn ? j : nn - 1]);
   }
   Index p[Box::vt];
-  if constexpr (Quaternary) {
+  if constexpr (Probe == needle_probe::interpolation) {
+    const int phase = block_phase(hay);
+#pragma unroll
+    for (int k = 0; k < Box::vt; ++k) p[k] = interpolation_bound<Upper>(hay, nh, x[k], window, phase, comp);
+  } else if constexpr (Probe == needle_probe::quaternary) {
     bounds_in_lockstep_4<Upper>(hay, Index(0), nh, x, p, comp);
   } else {
     bounds_in_lockstep<Upper>(hay, Index(0), nh, x, p, comp);
@@ -468,8 +635,8 @@ __global__ void __launch_bounds__(Box::nt)
 // Launches one search (bounds::lower; the caller swaps the sides for upper)
 // with launch box Box. counts (device memory) receives the match counts; it is
 // zeroed on the stream only once nothing can fail before the kernels run.
-template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, class Policy,
-          class AIt, class BIt, class AOut, class BOut, class Comp>
+template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom,
+          class Policy, class AIt, class BIt, class AOut, class BOut, class Comp>
 void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
                    BOut b_out, match_counters counters, match_counts* counts, int sparse_ratio,
                    int quaternary_below, Comp comp, const char* algorithm) {
@@ -493,40 +660,72 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
     const index_t tiles = (needles + NeedleBox::nv - 1) / NeedleBox::nv;
     if (tiles > 0x7fffffff) throw_too_many_tiles(algorithm);
     zero_counts();
-    // Denser needles share more of each other's lines: a 4-ary search there
-    // halves the chain of dependent loads (needle_box_4: always 4-ary).
-    const double ratio = sparse_a ? static_cast<double>(nb) / static_cast<double>(na)
-                                  : static_cast<double>(na) / static_cast<double>(nb);
-    const bool quaternary = is_needle_box_4<NeedleBox>::value || ratio < quaternary_below;
-    auto run = [&](auto index, auto four) {
+    // Numbers in their natural order: binary down to a window of
+    // interpolate_from needle spacings, then interpolation. Otherwise denser
+    // needles share more of each other's lines: a 4-ary search there halves
+    // the chain of dependent loads (needle_box_4: always 4-ary).
+    const index_t hay_size = sparse_a ? nb : na;
+    const double ratio = static_cast<double>(hay_size) / static_cast<double>(needles);
+    using NeedleKey = value_of<std::conditional_t<a_side, AIt, BIt>>;
+    using HayKey = value_of<std::conditional_t<a_side, BIt, AIt>>;
+    constexpr int from = interpolation_of_box<NeedleBox>::from >= 0 ? interpolation_of_box<NeedleBox>::from
+                                                                     : InterpolateFrom;
+    // Interpolation pays from quaternary_below on (H200, 2^28 int32 keys:
+    // 0.181 against 0.246 ms for 4-ary at |B|/64, 0.53 against 0.42 at |B|/16,
+    // where needles share their blocks); it replaces the binary search, whose
+    // kernel is then not instantiated.
+    constexpr bool interpolate =
+        interpolable_v<Comp, NeedleKey, HayKey> && !is_needle_box_4<NeedleBox>::value && from > 0;
+    const bool forced = is_needle_box_4<NeedleBox>::value || interpolation_of_box<NeedleBox>::from >= 0;
+    const needle_probe probe = is_needle_box_4<NeedleBox>::value || (!forced && ratio < quaternary_below)
+                                   ? needle_probe::quaternary
+                               : interpolate ? needle_probe::interpolation
+                                             : needle_probe::binary;
+    // The window: at least 64 keys (a block of the narrowest keys is 16), and
+    // never 0 (the binary phase runs while the window holds `window` keys).
+    const double wanted = static_cast<double>(from) * ratio;
+    const index_t window = wanted < 64.0 ? 64 : wanted > static_cast<double>(hay_size) ? hay_size + 1
+                                                                                        : static_cast<index_t>(wanted);
+    auto run = [&](auto index, auto how) {
       using Index = decltype(index);
-      constexpr bool Q = decltype(four)::value;
+      constexpr needle_probe P = decltype(how)::value;
+      const Index w = static_cast<Index>(window);
       if constexpr (a_side) {
-        launch(needle_search_kernel<NeedleBox, Q, false, TypeA, AWrites, Index, AIt, BIt, AOut, Comp>, tiles,
+        launch(needle_search_kernel<NeedleBox, P, false, TypeA, AWrites, Index, AIt, BIt, AOut, Comp>, tiles,
                NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", a, na, b,
-               static_cast<Index>(nb), a_out, counters.a, comp);
+               static_cast<Index>(nb), w, a_out, counters.a, comp);
       } else {
-        launch(needle_search_kernel<NeedleBox, Q, true, TypeB, a_writes::search, Index, BIt, AIt, BOut, Comp>, tiles,
+        launch(needle_search_kernel<NeedleBox, P, true, TypeB, a_writes::search, Index, BIt, AIt, BOut, Comp>, tiles,
                NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", b, nb, a,
-               static_cast<Index>(na), b_out, counters.b, comp);
+               static_cast<Index>(na), w, b_out, counters.b, comp);
       }
     };
-    auto run_ways = [&](auto index) {
-      if (quaternary) {
-        run(index, std::true_type{});
+    auto run_probe = [&](auto index) {
+      if (probe == needle_probe::quaternary) {
+        run(index, std::integral_constant<needle_probe, needle_probe::quaternary>{});
+      } else if constexpr (interpolate) {
+        run(index, std::integral_constant<needle_probe, needle_probe::interpolation>{});
       } else {
-        run(index, std::false_type{});
+        run(index, std::integral_constant<needle_probe, needle_probe::binary>{});
       }
     };
-    if ((sparse_a ? nb : na) <= 0x7fffffff) {
-      run_ways(int{});
+    // int positions (a third fewer instructions a search step) below 2^31
+    // keys, less a margin for the interpolation's block arithmetic.
+    if (hay_size < 0x7fffff00) {
+      run_probe(int{});
     } else {
-      run_ways(index_t{});
+      run_probe(index_t{});
     }
     if (debug_enabled()) {
-      std::fprintf(stderr, "libmerge::%s: per-needle %s search of %lld needles in %lld, nt=%d vt=%d\n", algorithm,
-                   quaternary ? "4-ary" : "binary", static_cast<long long>(needles),
-                   static_cast<long long>(sparse_a ? nb : na), NeedleBox::nt, NeedleBox::vt);
+      std::fprintf(stderr, "libmerge::%s: per-needle %s search of %lld needles in %lld, nt=%d vt=%d", algorithm,
+                   probe == needle_probe::interpolation ? "interpolation"
+                   : probe == needle_probe::quaternary  ? "4-ary"
+                                                        : "binary",
+                   static_cast<long long>(needles), static_cast<long long>(hay_size), NeedleBox::nt, NeedleBox::vt);
+      if (probe == needle_probe::interpolation) {
+        std::fprintf(stderr, ", binary down to %lld keys", static_cast<long long>(window));
+      }
+      std::fprintf(stderr, "\n");
     }
     return;
   }
@@ -567,15 +766,16 @@ struct search_table {
     return std::tuple<launch_box<lines[I].nt, tuning::scale_vt(lines[I].vt, 4, elem)>,
                       launch_box<lines[I].needle_nt, lines[I].needle_vt>,
                       std::integral_constant<int, lines[I].sparse_ratio>,
-                      std::integral_constant<int, lines[I].quaternary_below>>{};
+                      std::integral_constant<int, lines[I].quaternary_below>,
+                      std::integral_constant<int, lines[I].interpolate_from>>{};
   }
 };
 
 template <search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt, class AOut, class BOut,
           class Comp>
 struct search_kernel_of {
-  template <class Box, class NeedleBox, class Ratio, class Quaternary>
-  auto operator()(Box, NeedleBox, Ratio, Quaternary) const {
+  template <class Box, class NeedleBox, class Ratio, class Quaternary, class Interpolate>
+  auto operator()(Box, NeedleBox, Ratio, Quaternary, Interpolate) const {
     return search_kernel<Box, TypeA, TypeB, AWrites, AIt, BIt, AOut, BOut, Comp>;
   }
 };
@@ -595,12 +795,12 @@ void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t n
   // The tuned line for the architecture the search kernel was compiled for;
   // a caller's box replaces its dense tile box.
   using Box = typename Policy::box_type;
-  auto run = [&](auto box, auto needle_box, auto ratio, auto quaternary_below) {
+  auto run = [&](auto box, auto needle_box, auto ratio, auto quaternary_below, auto interpolate_from) {
     using Dense = std::conditional_t<std::is_same_v<Box, tuned_launch_box>, decltype(box),
                                      typename merge_box_of<Box>::type>;
-    launch_search<Dense, decltype(needle_box), TypeA, TypeB, AWrites>(policy, dev, a, na, b, nb, a_out, b_out,
-                                                                     counters, counts, decltype(ratio)::value,
-                                                                     decltype(quaternary_below)::value, comp, algorithm);
+    launch_search<Dense, decltype(needle_box), TypeA, TypeB, AWrites, decltype(interpolate_from)::value>(
+        policy, dev, a, na, b, nb, a_out, b_out, counters, counts, decltype(ratio)::value,
+        decltype(quaternary_below)::value, comp, algorithm);
   };
   if constexpr (table::elem > max_element_bytes) {
     throw_element_too_large(algorithm, table::elem);

@@ -4,9 +4,11 @@
 #define BOOST_TEST_MODULE cuda_large
 #include <boost/test/included/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <type_traits>
@@ -390,4 +392,41 @@ BOOST_AUTO_TEST_CASE(sorted_search_beyond_2_pow_31) {
   BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
   cudaFree(a_out);
   BOOST_TEST_MESSAGE("sorted_search and sorted_equality_count beyond 2^31, with the checks: " << seconds_since(t0) << " s");
+}
+
+// The interpolating per-needle search beyond 2^31: a counting haystack
+// 0, 1, ..., 2^31 + 999 (no memory; its keys are spread evenly, so every
+// guess is used) and 2^16 sorted needles over it and past both ends, whose
+// bounds are known: lower = x clamped to [0, |B|], upper = x + 1 clamped.
+BOOST_AUTO_TEST_CASE(interpolating_search_beyond_2_pow_31) {
+  using lm::bounds;
+  using lm::search_type;
+  const long long nb = (1LL << 31) + 1000;
+  std::mt19937_64 rng(31);
+  std::vector<long long> needles(std::size_t(1) << 16);
+  for (auto& x : needles) x = static_cast<long long>(rng() % static_cast<std::uint64_t>(nb + 20)) - 10;
+  needles.back() = nb - 1;  // the last key
+  std::sort(needles.begin(), needles.end());
+  thrust::device_vector<long long> dn(needles.begin(), needles.end());
+  thrust::device_vector<long long> lo(needles.size(), -1), hi(needles.size(), -1);
+  const thrust::counting_iterator<long long> b(0);
+  const auto m = lm::sorted_search<bounds::lower, search_type::index_match, search_type::none>(
+      lm::cuda::par, dn.begin(), dn.end(), b, b + nb, lo.begin(), nullptr);
+  lm::sorted_search<bounds::upper, search_type::index, search_type::none>(lm::cuda::par, dn.begin(), dn.end(), b,
+                                                                          b + nb, hi.begin(), nullptr);
+  const auto hlo = cuda_test::to_host(lo);
+  const auto hhi = cuda_test::to_host(hi);
+  auto clamp = [&](long long v) { return v < 0 ? 0 : v > nb ? nb : v; };
+  long long matches = 0, wrong_lower = 0, wrong_upper = 0;
+  for (std::size_t i = 0; i < needles.size(); ++i) {
+    const long long x = needles[i];
+    const bool match = x >= 0 && x < nb;
+    matches += match;
+    wrong_lower += hlo[i] != index_match<long long>(clamp(x), match);
+    wrong_upper += hhi[i] != clamp(x + 1);
+  }
+  BOOST_TEST(wrong_lower == 0, wrong_lower << " lower bounds wrong");
+  BOOST_TEST(wrong_upper == 0, wrong_upper << " upper bounds wrong");
+  BOOST_CHECK_EQUAL(m.a, matches);
+  BOOST_CHECK_GT(hlo[needles.size() - 1] & std::numeric_limits<long long>::max(), 1LL << 31);  // the flag masked off
 }

@@ -10,6 +10,8 @@
 //     sides, needles outside the haystack;
 //   - output types (32/64-bit, signed/unsigned, bool), mixed key types, custom
 //     comparators, fancy iterators, policies, streams and allocators;
+//   - the interpolating per-needle search on keys that mislead it (runs,
+//     log-uniform, range ends, infinities, descending, unaligned haystacks);
 //   - unsorted input and a comparator that is no strict weak order;
 //   - sorted_equality_count against the width of std::equal_range.
 // LIBMERGE_TEST_QUICK=1 (compute-sanitizer runs) keeps every case with
@@ -21,6 +23,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -35,9 +38,11 @@
 #include <utility>
 #include <vector>
 
+#include <thrust/copy.h>
 #include <thrust/device_ptr.h>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
+#include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/discard_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -837,6 +842,153 @@ BOOST_AUTO_TEST_CASE(custom_comparators) {
         record_less(), describe(na, nb, "records, record_less"));
     check_comparator(rec_in, record_less());
   }
+}
+
+// The interpolating per-needle search (numbers in their natural order, needles
+// much fewer than the haystack keys), on the keys that mislead an
+// interpolation: spread evenly, in long runs of equal keys (no guess sees into
+// a run), log-uniform (every guess is skewed), at the ends of their type's
+// range, floating point with infinities and signed zeros, descending under
+// greater; haystacks that do not start on a 64-byte boundary and a haystack
+// with NaNs. Every result against the oracle (NaNs: in range).
+template <class T, class Comp, class DB>
+void check_interpolating_on(search_input<T>& in, DB db, Comp comp, const std::string& how) {
+  using st = search_type;
+  check_search_on<bounds::lower, st::index_match, st::none, std::uint32_t, std::uint32_t>(lm::cuda::par, in,
+                                                                                         in.da.begin(), db, comp, how);
+  check_search_on<bounds::upper, st::index, st::none, std::uint32_t, std::uint32_t>(lm::cuda::par, in, in.da.begin(),
+                                                                                   db, comp, how);
+  check_equality_count_on<long long>(lm::cuda::par, in, in.da.begin(), db, comp, how);
+}
+template <class T, class Comp>
+void check_interpolating(search_input<T>& in, Comp comp) {
+  check_interpolating_on(in, in.db.begin(), comp, "interpolating");
+}
+
+BOOST_AUTO_TEST_CASE(interpolating_search_on_misleading_keys) {
+  using st = search_type;
+  const long long nh = quick() ? 1LL << 15 : 1LL << 20;
+  std::mt19937_64 rng(1300);
+  for (long long k : {64LL, 1000LL}) {
+    const long long nn = nh / k;
+    // Spread evenly over the whole int32 range and over half the total size
+    // (about half the needles match); the mirror searches B's needles in A.
+    for (spread s : {spread::wide, spread::half}) {
+      auto in = int_input(nn, nh, s, rng());
+      check_interpolating(in, lm::less<>());
+      check_interpolating(in, thrust::less<int>());
+      auto mirror = int_input(nh, nn, s, rng());
+      check_search<bounds::lower, st::none, st::index_match, std::uint32_t, std::uint32_t>(lm::cuda::par, mirror,
+                                                                                          lm::less<>(), "mirrored");
+      check_search<bounds::upper, st::none, st::index, std::uint32_t, std::uint32_t>(lm::cuda::par, mirror,
+                                                                                    lm::less<>(), "mirrored");
+    }
+    // Runs of about 2048 equal keys; every needle equals a run's key.
+    auto stepped = [&](long long n) {
+      std::vector<int> v(static_cast<std::size_t>(n));
+      for (auto& x : v) x = static_cast<int>(rng() % static_cast<std::uint64_t>(nh)) / 2048 * 2048;
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    search_input<int> steps(stepped(nn), stepped(nh), lm::less<>(), describe(nn, nh, "runs of equal keys"));
+    check_interpolating(steps, lm::less<>());
+    // Log-uniform int64 keys: from 1 to 2^62, as many in each octave.
+    auto log_uniform = [&](long long n) {
+      std::vector<long long> v(static_cast<std::size_t>(n));
+      for (auto& x : v) {
+        const int octave = static_cast<int>(rng() % 62);
+        x = (1LL << octave) + static_cast<long long>(rng() % (1ULL << octave));
+      }
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    search_input<long long> logs(log_uniform(nn), log_uniform(nh), lm::less<>(), describe(nn, nh, "log-uniform int64"));
+    check_interpolating(logs, lm::less<>());
+    // The ends of the range: runs of LLONG_MIN and LLONG_MAX around keys
+    // spread over the whole range, needles at both ends too.
+    auto extremes = [&](long long n) {
+      std::vector<long long> v(static_cast<std::size_t>(n));
+      for (auto& x : v) {
+        const auto r = rng();
+        x = r % 8 == 0 ? LLONG_MIN : r % 8 == 1 ? LLONG_MAX : static_cast<long long>(rng());
+      }
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    search_input<long long> ends(extremes(nn), extremes(nh), lm::less<>(), describe(nn, nh, "int64 range ends"));
+    check_interpolating(ends, lm::less<>());
+    // Unsigned 64-bit keys just below 2^64, and zeros.
+    auto high = [&](long long n) {
+      std::vector<unsigned long long> v(static_cast<std::size_t>(n));
+      for (auto& x : v) x = rng() % 16 == 0 ? 0ULL : ~0ULL - rng() % (1ULL << 40);
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    search_input<unsigned long long> uhigh(high(nn), high(nh), lm::less<>(), describe(nn, nh, "uint64 near 2^64"));
+    check_interpolating(uhigh, lm::less<>());
+    // Floats: runs of -inf and +inf at the ends, -0.0 and 0.0 (equal) in the
+    // middle, needles at the infinities and at both zeros.
+    auto floats = [&](long long n) {
+      std::vector<float> v(static_cast<std::size_t>(n));
+      const float inf = std::numeric_limits<float>::infinity();
+      for (auto& x : v) {
+        const auto r = rng() % 16;
+        x = r == 0 ? -inf : r == 1 ? inf : r == 2 ? -0.0f : r == 3 ? 0.0f
+                                                               : static_cast<float>(static_cast<int>(rng() % 2000001) - 1000000) / 8;
+      }
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    search_input<float> fl(floats(nn), floats(nh), lm::less<>(), describe(nn, nh, "floats with infinities and zeros"));
+    check_interpolating(fl, lm::less<>());
+    // Doubles spread log-uniformly over 1e-300 .. 1e300, both signs: the
+    // difference of two keys overflows to infinity.
+    auto wide_doubles = [&](long long n) {
+      std::vector<double> v(static_cast<std::size_t>(n));
+      std::uniform_real_distribution<double> exponent(-300.0, 300.0);
+      for (auto& x : v) x = (rng() % 2 ? 1.0 : -1.0) * std::pow(10.0, exponent(rng));
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    search_input<double> dw(wide_doubles(nn), wide_doubles(nh), lm::less<>(), describe(nn, nh, "doubles 1e-300 .. 1e300"));
+    check_interpolating(dw, lm::less<>());
+    // Descending keys under lm::greater<> and Thrust's greater.
+    auto descending = [&](long long n) {
+      auto v = sorted_keys<int>(n, -3 * nh, 3 * nh, rng());
+      std::reverse(v.begin(), v.end());
+      return v;
+    };
+    search_input<int> desc(descending(nn), descending(nh), lm::greater<>(), describe(nn, nh, "descending"));
+    check_interpolating(desc, lm::greater<>());
+    check_interpolating(desc, thrust::greater<int>());
+    // The haystack 1 to 3 keys past a 64-byte boundary (a device copy with
+    // that many keys in front): the probes' blocks are found from the address.
+    for (int offset : {1, 3}) {
+      thrust::device_vector<int> shifted(static_cast<std::size_t>(nh + offset), INT_MIN);
+      auto in = int_input(nn, nh, spread::half, rng());
+      thrust::copy(in.db.begin(), in.db.end(), shifted.begin() + offset);
+      check_interpolating_on(in, shifted.begin() + offset, lm::less<>(),
+                             "haystack " + std::to_string(offset) + " keys past a 64-byte boundary");
+    }
+  }
+  // NaNs in a float haystack leave it unordered: every bound stays in
+  // [0, |B|] and nothing is read out of range (compute-sanitizer runs this).
+  std::vector<float> hay(static_cast<std::size_t>(nh)), needles(static_cast<std::size_t>(nh / 64));
+  for (auto& x : hay) x = static_cast<float>(rng() % 100000);
+  std::sort(hay.begin(), hay.end());
+  for (std::size_t i = 0; i < hay.size(); i += 97) hay[i] = std::numeric_limits<float>::quiet_NaN();
+  for (auto& x : needles) x = static_cast<float>(rng() % 100000);
+  std::sort(needles.begin(), needles.end());
+  for (std::size_t i = 0; i < needles.size(); i += 50) needles[i] = std::numeric_limits<float>::quiet_NaN();
+  auto dh = to_device(hay);
+  auto dn = to_device(needles);
+  thrust::device_vector<std::uint32_t> out(needles.size(), poison<std::uint32_t>());
+  lm::sorted_search<bounds::lower, st::index, st::none>(lm::cuda::par, dn.begin(), dn.end(), dh.begin(), dh.end(),
+                                                       out.begin(), nullptr);
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  const auto got = to_host(out);
+  const auto bad = std::count_if(got.begin(), got.end(), [&](std::uint32_t v) { return v > static_cast<std::uint32_t>(nh); });
+  BOOST_TEST(bad == 0, "NaN haystack: " << bad << " bounds out of [0, " << nh << "]");
 }
 
 // Unsorted input, and a comparator that is no strict weak order (a hash of
