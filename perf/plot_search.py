@@ -54,14 +54,21 @@ def plot_search(rows, device, out):
     plt.close(fig)
 
 
+def key_shape(r):
+    """The keys' distribution of a crossover row: "steps" (runs of equal keys,
+    --sparse) or uniform; each gets panels of its own."""
+    return "steps" if "steps" in r["density"] else ""
+
+
 def plot_crossover(rows, device, out):
-    panels = unique((r["op"], r["type"], r["nb"]) for r in rows)
+    panels = unique((r["op"], r["type"], r["nb"], key_shape(r)) for r in rows)
     cols = min(3, len(panels))
     nrows = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 3.8 * nrows), squeeze=False)
-    for idx, (case, type_name, nb) in enumerate(panels):
+    for idx, (case, type_name, nb, shape) in enumerate(panels):
         ax = axes[idx // cols][idx % cols]
-        sel = [r for r in rows if r["op"] == case and r["type"] == type_name and r["nb"] == nb]
+        sel = [r for r in rows if r["op"] == case and r["type"] == type_name and r["nb"] == nb
+               and key_shape(r) == shape]
         for impl in unique(r["impl"] for r in sel):
             pts = sorted((r["nb"] // r["na"], r["ms"]) for r in sel if r["impl"] == impl)
             style = "--" if impl.startswith("per-needle ") else "-"
@@ -70,7 +77,8 @@ def plot_crossover(rows, device, out):
         ax.set_yscale("log")
         ax.set_xlabel("k (|A| = |B| / k)")
         ax.set_ylabel("ms (median)")
-        ax.set_title(f"{case} {type_name}, |B| = 2^{nb.bit_length() - 1}", fontsize=9)
+        keys = ", keys in steps" if shape else ""
+        ax.set_title(f"{case} {type_name}{keys}, |B| = 2^{nb.bit_length() - 1}", fontsize=9)
         ax.legend(fontsize=6)
     for idx in range(len(panels), nrows * cols):
         axes[idx // cols][idx % cols].axis("off")
