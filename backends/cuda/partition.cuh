@@ -72,6 +72,17 @@ struct single_merge {
 // Partitions of a single problem (merge, sorted search) come 128 to a block.
 inline constexpr int partition_block = 128;
 
+// Blocks of partition_kernel for num_partitions partitions. With the order
+// check, neighbouring blocks share a partition (each block's last is the
+// next one's first), so that no thread makes a second search to check its
+// pair: that search doubled the kernel's chain of dependent loads (2^20 keys:
+// 40 instead of 20).
+inline index_t partition_blocks(index_t num_partitions, bool checked) {
+  const index_t per_block = checked ? partition_block - 1 : partition_block;
+  const index_t spans = checked ? num_partitions - 1 : num_partitions;
+  return spans <= 0 ? 1 : (spans + per_block - 1) / per_block;
+}
+
 // mp[p] = how many elements of A precede diagonal p * nv of its problem.
 // With `out_of_order` (sorted search), the block also checks that its
 // partitions are consistent, each to the next: A's and B's positions both
@@ -85,7 +96,9 @@ __global__ void __launch_bounds__(partition_block)
                      unsigned char* out_of_order) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  const index_t p = static_cast<index_t>(blockIdx.x) * partition_block + threadIdx.x;
+  const bool checked = out_of_order != nullptr;
+  const index_t per_block = checked ? partition_block - 1 : partition_block;
+  const index_t p = static_cast<index_t>(blockIdx.x) * per_block + threadIdx.x;
   const auto diag_of = [&](index_t k) { return k * nv < g.size() ? k * nv : g.size(); };
   const auto search = [&](index_t k) {
     const index_t diag = diag_of(k);
@@ -94,15 +107,19 @@ __global__ void __launch_bounds__(partition_block)
                                        comp);
   };
   const index_t a = p < num_partitions ? search(p) : 0;
-  if (p < num_partitions) mp[p] = a;
-  if (out_of_order == nullptr) return;
+  // Checked, a block's last partition is written by the next block (its
+  // first), unless it is the last of all.
+  const bool last = threadIdx.x + 1 == partition_block;
+  if (p < num_partitions && (!checked || !last || p + 1 == num_partitions)) mp[p] = a;
+  if (!checked) return;
   __shared__ index_t found[partition_block];
   found[threadIdx.x] = a;
   __syncthreads();
-  // The next partition: a neighbour's, or for the block's last, one more search.
-  const bool last = threadIdx.x + 1 == partition_block;
-  const index_t next = p + 1 < num_partitions ? (last ? search(p + 1) : found[threadIdx.x + 1]) : 0;
-  const bool bad = p + 1 < num_partitions && (next < a || diag_of(p + 1) - next < diag_of(p) - a);
+  // Each pair of neighbours within the block; the block's last partition is
+  // the next block's first, which checks the pair after it.
+  const bool paired = !last && p + 1 < num_partitions;
+  const index_t next = paired ? found[threadIdx.x + 1] : 0;
+  const bool bad = paired && (next < a || diag_of(p + 1) - next < diag_of(p) - a);
   const int any = __syncthreads_or(bad);
   if (threadIdx.x == 0) out_of_order[blockIdx.x] = any ? 1 : 0;
 }
@@ -114,7 +131,7 @@ void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t
                        cudaStream_t stream, const device_info& dev, const char* algorithm,
                        unsigned char* out_of_order = nullptr) {
   const index_t num_partitions = num_tiles + 1;
-  launch(partition_kernel<Bounds, Geometry, Comp>, (num_partitions + partition_block - 1) / partition_block,
+  launch(partition_kernel<Bounds, Geometry, Comp>, partition_blocks(num_partitions, out_of_order != nullptr),
          partition_block, 0, stream, false, dev, algorithm, "partition_kernel", g, nv, num_partitions, mp, comp,
          out_of_order);
 }

@@ -738,7 +738,7 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
   const std::size_t smem = search_layout<value_of<AIt>, value_of<BIt>, Box::nv>::bytes;
   prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);
   // The partitions, then one byte a block of partitions: out of order?
-  const index_t order_blocks = (num_tiles + 1 + partition_block - 1) / partition_block;
+  const index_t order_blocks = partition_blocks(num_tiles + 1, true);
   const std::size_t temp_bytes =
       sizeof(index_t) * static_cast<std::size_t>(num_tiles + 1) + static_cast<std::size_t>(order_blocks);
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);

@@ -991,6 +991,43 @@ BOOST_AUTO_TEST_CASE(interpolating_search_on_misleading_keys) {
   BOOST_TEST(bad == 0, "NaN haystack: " << bad << " bounds out of [0, " << nh << "]");
 }
 
+// The partition kernel with its order check (sorted search's), at the
+// boundaries of its blocks, where neighbouring blocks share a partition: 2 to
+// 256 partitions, each against the host's merge path (A first on ties), and
+// no block flagged for sorted input. The partitions start poisoned, so one
+// that no block writes is caught.
+BOOST_AUTO_TEST_CASE(partition_order_check_at_block_boundaries) {
+  namespace cb = lm::detail::cuda_backend;
+  const auto& dev = cb::current_device("test");
+  const long long nv = 64;
+  std::uint64_t seed = 1400;
+  for (long long parts : {2LL, 3LL, 127LL, 128LL, 129LL, 254LL, 255LL, 256LL, 1000LL}) {
+    const long long n = (parts - 1) * nv - 5;  // parts - 1 tiles, the last one short
+    const long long na = n / 3, nb = n - na;
+    auto in = int_input(na, nb, spread::half, seed += 2);
+    std::vector<std::int64_t> expected(static_cast<std::size_t>(parts));
+    std::int64_t i = 0, j = 0;
+    for (long long d = 0; d <= n; ++d) {
+      if (d % nv == 0 || d == n) expected[static_cast<std::size_t>(std::min(parts - 1, (d + nv - 1) / nv))] = i;
+      if (d == n) break;
+      if (j >= nb || (i < na && !(in.b[static_cast<std::size_t>(j)] < in.a[static_cast<std::size_t>(i)]))) ++i;
+      else ++j;
+    }
+    const long long blocks = cb::partition_blocks(parts, true);
+    thrust::device_vector<std::int64_t> mp(static_cast<std::size_t>(parts), -1);
+    thrust::device_vector<unsigned char> flags(static_cast<std::size_t>(blocks), 7);
+    const int* a = thrust::raw_pointer_cast(in.da.data());
+    const int* b = thrust::raw_pointer_cast(in.db.data());
+    cb::launch_partitions<bounds::lower>(cb::search_merge<const int*, const int*>{a, b, na, nb}, nv, parts - 1,
+                                         thrust::raw_pointer_cast(mp.data()), lm::less<>(), cudaStream_t{}, dev,
+                                         "test", thrust::raw_pointer_cast(flags.data()));
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(mp), expected, std::to_string(parts) + " partitions");
+    const auto f = to_host(flags);
+    BOOST_TEST(std::count(f.begin(), f.end(), 0) == blocks, parts << " partitions: a block flagged sorted input");
+  }
+}
+
 // Unsorted input, and a comparator that is no strict weak order (a hash of
 // both arguments).
 struct coin_flip {
