@@ -72,15 +72,32 @@ struct single_merge {
 // Partitions of a single problem (merge, sorted search) come 128 to a block.
 inline constexpr int partition_block = 128;
 
-// Blocks of partition_kernel for num_partitions partitions. With the order
-// check, neighbouring blocks share a partition (each block's last is the
-// next one's first), so that no thread makes a second search to check its
-// pair: that search doubled the kernel's chain of dependent loads (2^20 keys:
-// 40 instead of 20).
-inline index_t partition_blocks(index_t num_partitions, bool checked) {
-  const index_t per_block = checked ? partition_block - 1 : partition_block;
+// Up to this many partitions are found a warp each (partition_warps_kernel):
+// few partitions leave most of the GPU idle, and each is then a chain of
+// log2(n) dependent loads; a warp's 32 probes a round make it log32(n). Above
+// it, a thread each (partition_kernel): the chain is hidden by the number of
+// threads, and the warps' 32 times as many loads are not. H200, warps against
+// threads: merge of 2^20 int32 keys (109 partitions) 0.0134 against 0.0200 ms,
+// 2^24 (1725) 0.0581 against 0.0606, but 2^24 pairs and int64 keys (3641)
+// 0.0951 and 0.0991 against 0.0924 and 0.0940.
+inline constexpr index_t warp_partitions_max = 3072;
+// Warps a block of partition_warps_kernel.
+inline constexpr int partition_warps = 32;
+
+// How the partitions of a single problem are found: a warp or a thread each,
+// and in how many blocks. With the order check, neighbouring blocks share a
+// partition (each block's last is the next one's first), so that no thread
+// makes a second search to check its pair: that search doubled the kernel's
+// chain of dependent loads (2^20 keys: 40 instead of 20).
+struct partition_plan {
+  bool warps;
+  index_t blocks;  // also the bytes of out_of_order, when checked
+};
+inline partition_plan plan_partitions(index_t num_partitions, bool checked) {
+  const bool warps = num_partitions <= warp_partitions_max;
+  const index_t per_block = (warps ? partition_warps : partition_block) - (checked ? 1 : 0);
   const index_t spans = checked ? num_partitions - 1 : num_partitions;
-  return spans <= 0 ? 1 : (spans + per_block - 1) / per_block;
+  return {warps, spans <= 0 ? 1 : (spans + per_block - 1) / per_block};
 }
 
 // mp[p] = how many elements of A precede diagonal p * nv of its problem.
@@ -124,26 +141,15 @@ __global__ void __launch_bounds__(partition_block)
   if (threadIdx.x == 0) out_of_order[blockIdx.x] = any ? 1 : 0;
 }
 
-// Fills mp[0, num_tiles] for tiles of nv elements (and out_of_order, one byte
-// a block of partitions, unless it is null).
-template <bounds Bounds, class Geometry, class Comp>
-void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t* mp, Comp comp,
-                       cudaStream_t stream, const device_info& dev, const char* algorithm,
-                       unsigned char* out_of_order = nullptr) {
-  const index_t num_partitions = num_tiles + 1;
-  launch(partition_kernel<Bounds, Geometry, Comp>, partition_blocks(num_partitions, out_of_order != nullptr),
-         partition_block, 0, stream, false, dev, algorithm, "partition_kernel", g, nv, num_partitions, mp, comp,
-         out_of_order);
-}
-
-// merge_path (lower bound: A wins ties) by one warp, for a CTA that finds its
-// own tile's split where no partition kernel ran before it: 32 probes a round
+// merge_path (Bounds::lower: A wins ties) by one warp, for a CTA that finds
+// its own tile's split where no partition kernel ran before it, and for the
+// partition kernel when it has few partitions to find: 32 probes a round
 // instead of one, so the chain of dependent loads is log32 of the range long
 // (4 rounds for runs of 2^19, where a binary search makes 19). Each lane tests
 // one point of the range; the first lane whose A key does not go first ends
 // the true prefix, and the range narrows to the gap around it. Every probe is
 // in range whatever comp does (as in merge_path); all lanes return the answer.
-template <class AIt, class BIt, class Comp>
+template <bounds Bounds = bounds::lower, class AIt, class BIt, class Comp>
 __device__ __forceinline__ index_t warp_merge_path(AIt a, index_t na, BIt b, index_t nb, index_t diag, Comp& comp) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   index_t lo = diag > nb ? diag - nb : 0;
@@ -151,13 +157,62 @@ __device__ __forceinline__ index_t warp_merge_path(AIt a, index_t na, BIt b, ind
   while (lo < hi) {
     const index_t span = hi - lo;
     const index_t p = lo + span * lane / 32;  // p < hi; diag - 1 - p < nb
-    const unsigned first = __ballot_sync(~0u, a_goes_first<bounds::lower>(a[p], b[diag - 1 - p], comp));
+    const unsigned first = __ballot_sync(~0u, a_goes_first<Bounds>(a[p], b[diag - 1 - p], comp));
     const int c = ~first ? __ffs(static_cast<int>(~first)) - 1 : 32;  // lanes below c: A goes first
     const index_t next_lo = c == 0 ? lo : lo + span * (c - 1) / 32 + 1;
     hi = c == 32 ? hi : lo + span * c / 32;
     lo = next_lo;
   }
   return lo;
+}
+
+// partition_kernel with a warp a partition (warp_merge_path), for few
+// partitions: partition_warps of them a block, the same order check.
+template <bounds Bounds, class Geometry, class Comp>
+__global__ void __launch_bounds__(partition_warps * 32)
+    partition_warps_kernel(Geometry g, index_t nv, index_t num_partitions, index_t* mp, Comp comp,
+                           unsigned char* out_of_order) {
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const bool checked = out_of_order != nullptr;
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const index_t per_block = checked ? partition_warps - 1 : partition_warps;
+  const index_t p = static_cast<index_t>(blockIdx.x) * per_block + warp;
+  const auto diag_of = [&](index_t k) { return k * nv < g.size() ? k * nv : g.size(); };
+  index_t a = 0;
+  if (p < num_partitions) {  // the same for the whole warp
+    const index_t diag = diag_of(p);
+    const merge_problem q = g.problem_at(diag);
+    a = warp_merge_path<Bounds>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin, comp);
+  }
+  const bool last = warp + 1 == partition_warps;
+  if (lane == 0 && p < num_partitions && (!checked || !last || p + 1 == num_partitions)) mp[p] = a;
+  if (!checked) return;
+  __shared__ index_t found[partition_warps];
+  if (lane == 0) found[warp] = a;
+  __syncthreads();
+  const bool paired = lane == 0 && !last && p + 1 < num_partitions;
+  const index_t next = paired ? found[warp + 1] : 0;
+  const bool bad = paired && (next < a || diag_of(p + 1) - next < diag_of(p) - a);
+  const int any = __syncthreads_or(bad);
+  if (threadIdx.x == 0) out_of_order[blockIdx.x] = any ? 1 : 0;
+}
+
+// Fills mp[0, num_tiles] for tiles of nv elements (and out_of_order, one byte
+// a block of plan_partitions, unless it is null).
+template <bounds Bounds, class Geometry, class Comp>
+void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t* mp, Comp comp,
+                       cudaStream_t stream, const device_info& dev, const char* algorithm,
+                       unsigned char* out_of_order = nullptr) {
+  const index_t num_partitions = num_tiles + 1;
+  const partition_plan plan = plan_partitions(num_partitions, out_of_order != nullptr);
+  if (plan.warps) {
+    launch(partition_warps_kernel<Bounds, Geometry, Comp>, plan.blocks, partition_warps * 32, 0, stream, false, dev,
+           algorithm, "partition_warps_kernel", g, nv, num_partitions, mp, comp, out_of_order);
+  } else {
+    launch(partition_kernel<Bounds, Geometry, Comp>, plan.blocks, partition_block, 0, stream, false, dev, algorithm,
+           "partition_kernel", g, nv, num_partitions, mp, comp, out_of_order);
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -991,17 +991,22 @@ BOOST_AUTO_TEST_CASE(interpolating_search_on_misleading_keys) {
   BOOST_TEST(bad == 0, "NaN haystack: " << bad << " bounds out of [0, " << nh << "]");
 }
 
-// The partition kernel with its order check (sorted search's), at the
-// boundaries of its blocks, where neighbouring blocks share a partition: 2 to
-// 256 partitions, each against the host's merge path (A first on ties), and
-// no block flagged for sorted input. The partitions start poisoned, so one
-// that no block writes is caught.
+// The partition kernels with their order check (sorted search's), at the
+// boundaries of their blocks, where neighbouring blocks share a partition,
+// and on both sides of the switch from a warp to a thread a partition: each
+// partition against the host's merge path (A first on ties), and no block
+// flagged for sorted input. The partitions start poisoned, so one that no
+// block writes is caught.
 BOOST_AUTO_TEST_CASE(partition_order_check_at_block_boundaries) {
   namespace cb = lm::detail::cuda_backend;
   const auto& dev = cb::current_device("test");
   const long long nv = 64;
   std::uint64_t seed = 1400;
-  for (long long parts : {2LL, 3LL, 127LL, 128LL, 129LL, 254LL, 255LL, 256LL, 1000LL}) {
+  // A warp a partition up to warp_partitions_max (blocks of 32 warps), a
+  // thread each above (blocks of 128).
+  const long long wmax = cb::warp_partitions_max;
+  for (long long parts : {2LL, 3LL, 31LL, 32LL, 33LL, 63LL, 64LL, 1000LL, wmax, wmax + 1, wmax + 127, wmax + 128,
+                          wmax + 129, 3 * wmax}) {
     const long long n = (parts - 1) * nv - 5;  // parts - 1 tiles, the last one short
     const long long na = n / 3, nb = n - na;
     auto in = int_input(na, nb, spread::half, seed += 2);
@@ -1013,7 +1018,7 @@ BOOST_AUTO_TEST_CASE(partition_order_check_at_block_boundaries) {
       if (j >= nb || (i < na && !(in.b[static_cast<std::size_t>(j)] < in.a[static_cast<std::size_t>(i)]))) ++i;
       else ++j;
     }
-    const long long blocks = cb::partition_blocks(parts, true);
+    const long long blocks = cb::plan_partitions(parts, true).blocks;
     thrust::device_vector<std::int64_t> mp(static_cast<std::size_t>(parts), -1);
     thrust::device_vector<unsigned char> flags(static_cast<std::size_t>(blocks), 7);
     const int* a = thrust::raw_pointer_cast(in.da.data());
