@@ -69,19 +69,20 @@ struct single_merge {
   LIBMERGE_HOST_DEVICE keys_as<key_type, BKeys> b_view(index_t i) const { return {b_keys + i}; }
 };
 
-// Partitions of a single problem (merge, sorted search) come 128 to a block.
+// Partitions of a single problem (merge, sorted search) found a thread each
+// come 128 to a block.
 inline constexpr int partition_block = 128;
 
-// Up to this many partitions are found a warp each (partition_warps_kernel):
-// few partitions leave most of the GPU idle, and each is then a chain of
-// log2(n) dependent loads; a warp's 32 probes a round make it log32(n). Above
-// it, a thread each (partition_kernel): the chain is hidden by the number of
-// threads, and the warps' 32 times as many loads are not. H200, warps against
-// threads: merge of 2^20 int32 keys (109 partitions) 0.0134 against 0.0200 ms,
-// 2^24 (1725) 0.0581 against 0.0606, but 2^24 pairs and int64 keys (3641)
-// 0.0951 and 0.0991 against 0.0924 and 0.0940.
+// Up to this many partitions are found a warp each (partition_kernel with
+// Lanes 32): few partitions leave most of the GPU idle, and each is then a
+// chain of log2(n) dependent loads; a warp's 32 probes a round make it
+// log32(n). Above it, a thread each (Lanes 1): the chain is hidden by the
+// number of threads, and the warps' 32 times as many loads are not. H200,
+// warps against threads: merge of 2^20 int32 keys (109 partitions) 0.0134
+// against 0.0200 ms, 2^24 (1725) 0.0581 against 0.0606, but 2^24 pairs and
+// int64 keys (3641) 0.0951 and 0.0991 against 0.0924 and 0.0940.
 inline constexpr index_t warp_partitions_max = 3072;
-// Warps a block of partition_warps_kernel.
+// Partitions a block when each is found by a warp (1024 threads).
 inline constexpr int partition_warps = 32;
 
 // How the partitions of a single problem are found: a warp or a thread each,
@@ -98,47 +99,6 @@ inline partition_plan plan_partitions(index_t num_partitions, bool checked) {
   const index_t per_block = (warps ? partition_warps : partition_block) - (checked ? 1 : 0);
   const index_t spans = checked ? num_partitions - 1 : num_partitions;
   return {warps, spans <= 0 ? 1 : (spans + per_block - 1) / per_block};
-}
-
-// mp[p] = how many elements of A precede diagonal p * nv of its problem.
-// With `out_of_order` (sorted search), the block also checks that its
-// partitions are consistent, each to the next: A's and B's positions both
-// non-decreasing. They always are for sorted input and a strict weak order;
-// when not, out_of_order[block] = 1 (else 0), and the search writes defined
-// outputs instead of leaving positions no tile covers (the tiles' ranges
-// overlap and leave gaps then).
-template <bounds Bounds, class Geometry, class Comp>
-__global__ void __launch_bounds__(partition_block)
-    partition_kernel(Geometry g, index_t nv, index_t num_partitions, index_t* mp, Comp comp,
-                     unsigned char* out_of_order) {
-  wait_for_prerequisite_grid();
-  allow_dependent_launch();
-  const bool checked = out_of_order != nullptr;
-  const index_t per_block = checked ? partition_block - 1 : partition_block;
-  const index_t p = static_cast<index_t>(blockIdx.x) * per_block + threadIdx.x;
-  const auto diag_of = [&](index_t k) { return k * nv < g.size() ? k * nv : g.size(); };
-  const auto search = [&](index_t k) {
-    const index_t diag = diag_of(k);
-    const merge_problem q = g.problem_at(diag);
-    return merge_path<Bounds, index_t>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin,
-                                       comp);
-  };
-  const index_t a = p < num_partitions ? search(p) : 0;
-  // Checked, a block's last partition is written by the next block (its
-  // first), unless it is the last of all.
-  const bool last = threadIdx.x + 1 == partition_block;
-  if (p < num_partitions && (!checked || !last || p + 1 == num_partitions)) mp[p] = a;
-  if (!checked) return;
-  __shared__ index_t found[partition_block];
-  found[threadIdx.x] = a;
-  __syncthreads();
-  // Each pair of neighbours within the block; the block's last partition is
-  // the next block's first, which checks the pair after it.
-  const bool paired = !last && p + 1 < num_partitions;
-  const index_t next = paired ? found[threadIdx.x + 1] : 0;
-  const bool bad = paired && (next < a || diag_of(p + 1) - next < diag_of(p) - a);
-  const int any = __syncthreads_or(bad);
-  if (threadIdx.x == 0) out_of_order[blockIdx.x] = any ? 1 : 0;
 }
 
 // merge_path (Bounds::lower: A wins ties) by one warp, for a CTA that finds
@@ -166,33 +126,55 @@ __device__ __forceinline__ index_t warp_merge_path(AIt a, index_t na, BIt b, ind
   return lo;
 }
 
-// partition_kernel with a warp a partition (warp_merge_path), for few
-// partitions: partition_warps of them a block, the same order check.
-template <bounds Bounds, class Geometry, class Comp>
-__global__ void __launch_bounds__(partition_warps * 32)
-    partition_warps_kernel(Geometry g, index_t nv, index_t num_partitions, index_t* mp, Comp comp,
-                           unsigned char* out_of_order) {
+// Partitions a block of partition_kernel finds, with Lanes threads each.
+template <int Lanes>
+inline constexpr int partitions_per_block = Lanes == 1 ? partition_block : partition_warps;
+
+// mp[p] = how many elements of A precede diagonal p * nv of its problem, each
+// found by Lanes threads: one (merge_path) or a warp (warp_merge_path, for
+// few partitions: plan_partitions). With `out_of_order` (sorted search), the
+// block also checks that its partitions are consistent, each to the next: A's
+// and B's positions both non-decreasing. They always are for sorted input and
+// a strict weak order; when not, out_of_order[block] = 1 (else 0), and the
+// search writes defined outputs instead of leaving positions no tile covers
+// (the tiles' ranges overlap and leave gaps then).
+template <bounds Bounds, int Lanes, class Geometry, class Comp>
+__global__ void __launch_bounds__(partitions_per_block<Lanes> * Lanes)
+    partition_kernel(Geometry g, index_t nv, index_t num_partitions, index_t* mp, Comp comp,
+                     unsigned char* out_of_order) {
+  static_assert(Lanes == 1 || Lanes == 32, "a partition is found by a thread or by a whole warp");
+  constexpr int slots = partitions_per_block<Lanes>;
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   const bool checked = out_of_order != nullptr;
-  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  const index_t per_block = checked ? partition_warps - 1 : partition_warps;
-  const index_t p = static_cast<index_t>(blockIdx.x) * per_block + warp;
+  const int slot = static_cast<int>(threadIdx.x) / Lanes;  // the block's partition this thread helps find
+  const bool leader = threadIdx.x % Lanes == 0;
+  const index_t per_block = checked ? slots - 1 : slots;
+  const index_t p = static_cast<index_t>(blockIdx.x) * per_block + slot;
   const auto diag_of = [&](index_t k) { return k * nv < g.size() ? k * nv : g.size(); };
   index_t a = 0;
-  if (p < num_partitions) {  // the same for the whole warp
+  if (p < num_partitions) {  // the same for all Lanes threads of a partition
     const index_t diag = diag_of(p);
     const merge_problem q = g.problem_at(diag);
-    a = warp_merge_path<Bounds>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin, comp);
+    if constexpr (Lanes == 1) {
+      a = merge_path<Bounds, index_t>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin,
+                                      comp);
+    } else {
+      a = warp_merge_path<Bounds>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin, comp);
+    }
   }
-  const bool last = warp + 1 == partition_warps;
-  if (lane == 0 && p < num_partitions && (!checked || !last || p + 1 == num_partitions)) mp[p] = a;
+  // Checked, a block's last partition is written by the next block (its
+  // first), unless it is the last of all.
+  const bool last = slot + 1 == slots;
+  if (leader && p < num_partitions && (!checked || !last || p + 1 == num_partitions)) mp[p] = a;
   if (!checked) return;
-  __shared__ index_t found[partition_warps];
-  if (lane == 0) found[warp] = a;
+  __shared__ index_t found[slots];
+  if (leader) found[slot] = a;
   __syncthreads();
-  const bool paired = lane == 0 && !last && p + 1 < num_partitions;
-  const index_t next = paired ? found[warp + 1] : 0;
+  // Each pair of neighbours within the block; the block's last partition is
+  // the next block's first, which checks the pair after it.
+  const bool paired = leader && !last && p + 1 < num_partitions;
+  const index_t next = paired ? found[slot + 1] : 0;
   const bool bad = paired && (next < a || diag_of(p + 1) - next < diag_of(p) - a);
   const int any = __syncthreads_or(bad);
   if (threadIdx.x == 0) out_of_order[blockIdx.x] = any ? 1 : 0;
@@ -206,12 +188,15 @@ void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t
                        unsigned char* out_of_order = nullptr) {
   const index_t num_partitions = num_tiles + 1;
   const partition_plan plan = plan_partitions(num_partitions, out_of_order != nullptr);
+  auto run = [&](auto lanes) {
+    constexpr int L = decltype(lanes)::value;
+    launch(partition_kernel<Bounds, L, Geometry, Comp>, plan.blocks, partitions_per_block<L> * L, 0, stream, false,
+           dev, algorithm, "partition_kernel", g, nv, num_partitions, mp, comp, out_of_order);
+  };
   if (plan.warps) {
-    launch(partition_warps_kernel<Bounds, Geometry, Comp>, plan.blocks, partition_warps * 32, 0, stream, false, dev,
-           algorithm, "partition_warps_kernel", g, nv, num_partitions, mp, comp, out_of_order);
+    run(std::integral_constant<int, 32>{});
   } else {
-    launch(partition_kernel<Bounds, Geometry, Comp>, plan.blocks, partition_block, 0, stream, false, dev, algorithm,
-           "partition_kernel", g, nv, num_partitions, mp, comp, out_of_order);
+    run(std::integral_constant<int, 1>{});
   }
 }
 

@@ -128,11 +128,12 @@ __device__ __forceinline__ void load_search_tile(AIt a, int na, BIt b, int count
 }
 
 // First position in hay[lo, hi) whose element is not before x (Upper: is
-// after x), or hi. Every probe lies in [lo, hi).
-template <bool Upper, class Hay, class T, class Comp>
-__device__ __forceinline__ index_t bound_within(Hay hay, index_t lo, index_t hi, const T& x, Comp& comp) {
+// after x), or hi. Every probe lies in [lo, hi). Index: index_t, or int where
+// the caller's positions fit (fewer instructions a step).
+template <bool Upper, class Hay, class Index, class T, class Comp>
+__device__ __forceinline__ Index bound_within(Hay hay, Index lo, Index hi, const T& x, Comp& comp) {
   while (lo < hi) {
-    const index_t mid = lo + (hi - lo) / 2;
+    const Index mid = lo + (hi - lo) / 2;
     const bool before = Upper ? !comp(x, hay[mid]) : comp(hay[mid], x);
     if (before) lo = mid + 1;
     else hi = mid;
@@ -525,15 +526,7 @@ __device__ __forceinline__ Index interpolation_bound(Hay hay, Index nh, const T&
       if (at_end) break;
     }
   }
-  while (lo < hi) {
-    const Index mid = lo + (hi - lo) / 2;
-    if (before(hay[mid])) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return bound_within<Upper>(hay, lo, hi, x, comp);
 }
 
 // The haystack's offset from a 64-byte boundary, in keys (0 for iterators
