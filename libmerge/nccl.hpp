@@ -50,7 +50,6 @@ void sort_all(const std::vector<shard<K, V>>& shards, Comp comp, double timeout_
   std::vector<cudaStream_t> streams;
   std::vector<nb::shard_view<K, Vs>> views;
   for (const auto& s : shards) {
-    if (s.n < 0) throw std::invalid_argument(std::string("libmerge::") + algorithm + ": a shard has a negative length");
     comms.push_back(s.comm);
     streams.push_back(s.stream);
     if constexpr (WithValues) {

@@ -74,7 +74,7 @@ struct rank_data {
 };
 
 struct result {
-  float total = 0, phase[4] = {0, 0, 0, 0}, alltoall = 0;
+  float total = 0, phase[4] = {0, 0, 0, 0}, alltoall = 0, alltoall_copy = 0, alltoall_odd = 0, alltoall_pool = 0;
   bool ok = true;
 };
 
@@ -132,9 +132,32 @@ result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bo
   res.total = med(total);
   for (int p = 0; p < 4; ++p) res.phase[p] = med(phase[p]);
 
-  // The exchange's floor: a grouped all-to-all of n/k elements a pair.
-  if (comms != nullptr && k > 1) {
+  // The exchange's floor: a grouped all-to-all of n/k elements a pair; then
+  // the same with each rank's own n/k elements copied on a second stream
+  // meanwhile, as the sort does (how much the copy takes from the exchange).
+  std::vector<cudaStream_t> side(static_cast<std::size_t>(k));
+  for (int i = 0; i < k; ++i) {
+    cuda_check(cudaSetDevice(ranks[static_cast<std::size_t>(i)]->device), "cudaSetDevice");
+    cuda_check(cudaStreamCreateWithFlags(&side[static_cast<std::size_t>(i)], cudaStreamNonBlocking), "stream");
+  }
+  // Modes 2 and 3 (diagnostics, printed with LIBMERGE_BENCH_A2A_MODES set):
+  // pieces of uneven sizes at 256-byte boundaries; receiving into a buffer
+  // taken from libmerge's memory pool afresh each run, as the sort does.
+  for (int mode = 0; mode < 4 && comms != nullptr && k > 1; ++mode) {
+    const bool with_copy = mode == 1;
+    a2a.clear();
     for (int run = 0; run < runs + 1; ++run) {
+      std::vector<void*> pooled(static_cast<std::size_t>(k), nullptr);
+      if (mode == 3) {
+        for (int i = 0; i < k; ++i) {
+          auto& r = *ranks[static_cast<std::size_t>(i)];
+          cuda_check(cudaSetDevice(r.device), "cudaSetDevice");
+          cuda_check(cudaMallocFromPoolAsync(&pooled[static_cast<std::size_t>(i)],
+                                             r.n * sizeof(int) * (pairs ? 2 : 1) + 4096,
+                                             lm::detail::cuda_backend::memory_pool(r.device), r.stream),
+                     "pool");
+        }
+      }
       nccl_check(ncclGroupStart(), "ncclGroupStart");
       for (int i = 0; i < k; ++i) {
         auto& r = *ranks[static_cast<std::size_t>(i)];
@@ -144,19 +167,39 @@ result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bo
         // exchange moves.
         const std::size_t piece = static_cast<std::size_t>(r.n / k) * sizeof(int);
         const ncclComm_t comm = (*comms)[static_cast<std::size_t>(i)];
-        auto send_recv = [&](const thrust::device_vector<int>& from, thrust::device_vector<int>& to) {
+        auto send_recv = [&](const thrust::device_vector<int>& from, char* d) {
           const char* f = reinterpret_cast<const char*>(thrust::raw_pointer_cast(from.data()));
-          char* d = reinterpret_cast<char*>(thrust::raw_pointer_cast(to.data()));
           for (int peer = 0; peer < k; ++peer) {
             if (peer == i) continue;
-            nccl_check(ncclSend(f + peer * piece, piece, ncclUint8, peer, comm, r.stream), "ncclSend");
-            nccl_check(ncclRecv(d + peer * piece, piece, ncclUint8, peer, comm, r.stream), "ncclRecv");
+            // uneven (mode 2): i sends piece - 4 (i + 3 peer) KB - 4 i bytes to peer
+            const std::size_t out = mode == 2 ? piece - 4096 * static_cast<std::size_t>(i + 3 * peer) - 4 * i : piece;
+            const std::size_t in = mode == 2 ? piece - 4096 * static_cast<std::size_t>(peer + 3 * i) - 4 * peer : piece;
+            nccl_check(ncclSend(f + peer * piece, out, ncclUint8, peer, comm, r.stream), "ncclSend");
+            nccl_check(ncclRecv(d + peer * piece, in, ncclUint8, peer, comm, r.stream), "ncclRecv");
           }
         };
-        send_recv(r.input, r.keys);
-        if (pairs) send_recv(r.vals_input, r.vals);
+        char* keys_to = mode == 3 ? static_cast<char*>(pooled[static_cast<std::size_t>(i)])
+                                  : reinterpret_cast<char*>(thrust::raw_pointer_cast(r.keys.data()));
+        char* vals_to = mode == 3 ? keys_to + r.n * sizeof(int)
+                                  : reinterpret_cast<char*>(thrust::raw_pointer_cast(r.vals.data()));
+        send_recv(r.input, keys_to);
+        if (pairs) send_recv(r.vals_input, vals_to);
       }
       nccl_check(ncclGroupEnd(), "ncclGroupEnd");
+      for (int i = 0; i < k && with_copy; ++i) {
+        auto& r = *ranks[static_cast<std::size_t>(i)];
+        const cudaStream_t s2 = side[static_cast<std::size_t>(i)];
+        cuda_check(cudaSetDevice(r.device), "cudaSetDevice");
+        cuda_check(cudaEventRecord(r.marks[2], r.stream), "record");
+        cuda_check(cudaStreamWaitEvent(s2, r.marks[2], 0), "wait");
+        const std::size_t piece = static_cast<std::size_t>(r.n / k);
+        cuda_check(cudaMemcpyAsync(thrust::raw_pointer_cast(r.keys.data()) + i * piece,
+                                   thrust::raw_pointer_cast(r.input.data()) + i * piece, piece * sizeof(int),
+                                   cudaMemcpyDeviceToDevice, s2),
+                   "copy");
+        cuda_check(cudaEventRecord(r.marks[3], s2), "record");
+        cuda_check(cudaStreamWaitEvent(r.stream, r.marks[3], 0), "wait");
+      }
       float worst = 0;
       for (auto& r : ranks) {
         cuda_check(cudaSetDevice(r->device), "cudaSetDevice");
@@ -167,8 +210,20 @@ result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bo
         worst = std::max(worst, ms);
       }
       if (run > 0) a2a.push_back(worst);
+      for (int i = 0; i < k && mode == 3; ++i) {
+        auto& r = *ranks[static_cast<std::size_t>(i)];
+        cuda_check(cudaSetDevice(r.device), "cudaSetDevice");
+        cuda_check(cudaFreeAsync(pooled[static_cast<std::size_t>(i)], r.stream), "free");
+        cuda_check(cudaStreamSynchronize(r.stream), "sync");
+      }
     }
-    res.alltoall = median(a2a);
+    float& to = mode == 0 ? res.alltoall : mode == 1 ? res.alltoall_copy : mode == 2 ? res.alltoall_odd : res.alltoall_pool;
+    to = median(a2a);
+  }
+  for (int i = 0; i < k; ++i) {
+    cuda_check(cudaSetDevice(ranks[static_cast<std::size_t>(i)]->device), "cudaSetDevice");
+    cuda_check(cudaStreamSynchronize(side[static_cast<std::size_t>(i)]), "sync");
+    cudaStreamDestroy(side[static_cast<std::size_t>(i)]);
   }
 
   // Check the last run's output (the floor above overwrote keys: sort once more).
@@ -206,10 +261,12 @@ result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bo
 int main(int argc, char** argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast on shared machines
   int max_log2 = 30, runs = 5, loopback = 0;
+  bool peer_copies = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--loopback") && i + 1 < argc) loopback = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--peer-copies")) peer_copies = true;
   }
   int visible = 0;
   cuda_check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
@@ -218,8 +275,20 @@ int main(int argc, char** argv) {
   int nccl_version = 0;
   ncclGetVersion(&nccl_version);
   std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms\n", visible, prop.name, nccl_version, runs);
-  std::printf("%-6s %-5s %5s %10s %10s %10s %10s %10s %10s %8s %s\n", "keys", "type", "gpus", "total", "local_sort",
-              "splitters", "exchange", "merge", "alltoall", "vs_1gpu", "check");
+  std::printf("%-6s %-5s %5s %10s %10s %10s %10s %10s %10s %10s %8s %8s %s\n", "keys", "type", "gpus", "total",
+              "local_sort", "splitters", "exchange", "merge", "alltoall", "a2a+copy", "xchg/a2a", "vs_1gpu", "check");
+  if (peer_copies) {  // copies between GPUs go straight over NVLink
+    for (int i = 0; i < visible; ++i) {
+      for (int j = 0; j < visible; ++j) {
+        int can = 0;
+        cudaDeviceCanAccessPeer(&can, i, j);
+        if (i == j || !can) continue;
+        cudaSetDevice(i);
+        if (cudaDeviceEnablePeerAccess(j, 0) != cudaSuccess) cudaGetLastError();
+      }
+    }
+    cudaSetDevice(0);
+  }
   std::vector<int> counts;
   if (loopback > 0) counts = {loopback};
   else for (int g : {1, 2, 4}) if (g <= visible) counts.push_back(g);
@@ -256,7 +325,7 @@ int main(int argc, char** argv) {
             ranks.push_back(std::move(r));
           }
           result res;
-          if (loopback > 0) {
+          if (loopback > 0 || (peer_copies && g > 1)) {
             nb::loopback_transport t(streams, "merge_sort");
             res = run_case(t, ranks, pairs, runs, nullptr);
           } else {
@@ -268,8 +337,13 @@ int main(int argc, char** argv) {
             for (auto c : comms) ncclCommDestroy(c);
           }
           if (g == 1) one_gpu = res.total;
-          std::printf("2^%-4d %-5s %5d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %8.2f %s\n", lg, pairs ? "pairs" : "int32",
-                      g, res.total, res.phase[0], res.phase[1], res.phase[2], res.phase[3], res.alltoall,
+          if (std::getenv("LIBMERGE_BENCH_A2A_MODES") != nullptr && g > 1) {
+            std::printf("#   2^%d %s %d GPUs: a2a of uneven pieces %.3f, into fresh pool memory %.3f\n", lg,
+                        pairs ? "pairs" : "int32", g, res.alltoall_odd, res.alltoall_pool);
+          }
+          std::printf("2^%-4d %-5s %5d %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %10.3f %8.2f %8.2f %s\n", lg,
+                      pairs ? "pairs" : "int32", g, res.total, res.phase[0], res.phase[1], res.phase[2], res.phase[3],
+                      res.alltoall, res.alltoall_copy, res.alltoall > 0 ? res.phase[2] / res.alltoall : 0.0,
                       one_gpu > 0 ? one_gpu / res.total : 0.0, res.ok ? "ok" : "WRONG");
         } catch (const std::exception& e) {
           std::printf("2^%-4d %-5s %5d skipped: %s\n", lg, pairs ? "pairs" : "int32", g, e.what());

@@ -17,15 +17,23 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "../cuda/error.hpp"
+#include "../cuda/launch.cuh"
 
 namespace libmerge {
 
@@ -83,30 +91,124 @@ struct pieces {
   std::vector<std::size_t> offset, bytes;
 };
 
+// ncclCommRevoke where the NCCL this program runs with has it (2.28.7 and
+// later; the header it was built with may be newer than the library the
+// loader finds), else null.
+inline ncclResult_t (*nccl_revoke())(ncclComm_t, int) {
+  using revoke_fn = ncclResult_t (*)(ncclComm_t, int);
+  static const revoke_fn f = reinterpret_cast<revoke_fn>(dlsym(RTLD_DEFAULT, "ncclCommRevoke"));
+  return f;
+}
+
+// The call's deadline. A rank blocked where its own thread cannot look at a
+// clock (inside ncclGroupEnd while NCCL connects to a peer that never came,
+// or a host copy behind an NCCL kernel that waits for one) is freed by this
+// thread: when the timeout passes, it revokes the call's communicators
+// (ncclCommRevoke: every NCCL operation and kernel in flight stops and the
+// communicator is not freed, so the blocked thread returns with an error and
+// uses no freed memory). The caller's thread then aborts them itself
+// (abort_all, after stop()). With an NCCL older than 2.28.7 this thread
+// aborts them (ncclCommAbort), as frameworks' watchdogs did before revoke
+// existed: NCCL frees the communicator while the blocked call unwinds.
+class watchdog {
+ public:
+  watchdog(std::vector<ncclComm_t> comms, double timeout_s)
+      : comms_(std::move(comms)), thread_([this, timeout_s] { watch(timeout_s); }) {}
+  ~watchdog() { stop(); }
+  watchdog(const watchdog&) = delete;
+  watchdog& operator=(const watchdog&) = delete;
+
+  // Ends the watch (joins the thread: a revoke under way is finished first).
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  bool fired() const { return fired_.load(); }
+  // True where the watchdog freed the communicators itself (NCCL before 2.28).
+  bool freed() const { return freed_; }
+
+ private:
+  void watch(double timeout_s) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const auto limit = std::chrono::duration<double>(timeout_s);
+    if (wake_.wait_for(lock, limit, [this] { return done_; })) return;
+    fired_ = true;
+    const auto revoke = nccl_revoke();
+    if (revoke == nullptr) {
+      for (ncclComm_t c : comms_) ncclCommAbort(c);
+      freed_ = true;
+      return;
+    }
+    for (ncclComm_t c : comms_) {
+      if (revoke(c, 0 /* NCCL_REVOKE_DEFAULT */) != ncclInProgress) continue;
+      // A non-blocking communicator revokes in the background: wait (a
+      // bounded while) so that the caller's abort does not overlap it.
+      for (int i = 0; i < 100000; ++i) {
+        ncclResult_t state = ncclSuccess;
+        if (ncclCommGetAsyncError(c, &state) != ncclSuccess || state != ncclInProgress) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+  }
+
+  std::vector<ncclComm_t> comms_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::atomic<bool> fired_{false};
+  bool freed_ = false;
+  std::thread thread_;  // last: starts once the rest is made
+};
+
 class nccl_transport {
  public:
   // comms[i] and streams[i] belong to local rank i; every stream must be of
-  // its comm's device.
+  // its comm's device. The timeout counts from here: the whole call, from
+  // the first NCCL call to the last wait, must end within it.
   nccl_transport(const std::vector<ncclComm_t>& comms, const std::vector<cudaStream_t>& streams, double timeout_s,
                  const char* algorithm)
       : timeout_s_(timeout_s), algorithm_(algorithm) {
+    if (!(timeout_s > 0)) {
+      throw std::invalid_argument(std::string("libmerge::") + algorithm + ": the timeout must be positive, got " +
+                                  std::to_string(timeout_s) + " s");
+    }
+    if (comms.empty()) throw std::invalid_argument(std::string("libmerge::") + algorithm + ": no communicator given");
     for (std::size_t i = 0; i < comms.size(); ++i) {
       member m;
       m.comm = comms[i];
       m.stream = streams[i];
       if (m.comm == nullptr) throw std::invalid_argument(std::string("libmerge::") + algorithm + ": the NCCL communicator is null");
-      int world = 0;
-      check_nccl(ncclCommCount(m.comm, &world), m.comm, algorithm, "ncclCommCount");
-      check_nccl(ncclCommUserRank(m.comm, &m.rank), m.comm, algorithm, "ncclCommUserRank");
-      check_nccl(ncclCommCuDevice(m.comm, &m.device), m.comm, algorithm, "ncclCommCuDevice");
-      if (i == 0) world_ = world;
-      if (world != world_) {
-        throw std::invalid_argument(std::string("libmerge::") + algorithm +
-                                    ": the communicators given belong to groups of different sizes");
-      }
       members_.push_back(m);
     }
+    start_ = std::chrono::steady_clock::now();
+    watch_.emplace(comms, timeout_s);
+    try {
+      // A non-blocking communicator may still be connecting: its queries
+      // answer once it is ready.
+      settle();
+      for (member& m : members_) {
+        int world = 0;
+        check_nccl(ncclCommCount(m.comm, &world), m.comm, algorithm, "ncclCommCount");
+        check_nccl(ncclCommUserRank(m.comm, &m.rank), m.comm, algorithm, "ncclCommUserRank");
+        check_nccl(ncclCommCuDevice(m.comm, &m.device), m.comm, algorithm, "ncclCommCuDevice");
+        if (&m == &members_.front()) world_ = world;
+        if (world != world_) {
+          throw std::invalid_argument(std::string("libmerge::") + algorithm +
+                                      ": the communicators given belong to groups of different sizes");
+        }
+      }
+    } catch (...) {
+      watch_->stop();  // nothing was sent: the communicators stay usable
+      throw;
+    }
   }
+  ~nccl_transport() { watch_->stop(); }
+  nccl_transport(const nccl_transport&) = delete;
+  nccl_transport& operator=(const nccl_transport&) = delete;
 
   int world() const { return world_; }
   int local_count() const { return static_cast<int>(members_.size()); }
@@ -154,14 +256,7 @@ class nccl_transport {
   // and the values' all-to-all share the links.
   template <class F>
   void grouped(F f) {
-    check_nccl(ncclGroupStart(), nullptr, algorithm_, "ncclGroupStart");
-    try {
-      f();
-    } catch (...) {
-      ncclGroupEnd();
-      throw;
-    }
-    check_nccl(ncclGroupEnd(), members_.front().comm, algorithm_, "ncclGroupEnd");
+    end_group(begin_group(), [&] { f(); });
   }
 
   // Waits on the host until every local stream has done its work so far. A
@@ -169,35 +264,18 @@ class nccl_transport {
   // timeout aborts this process's communicators, so that the other ranks'
   // collectives fail instead of hanging, and throws.
   void wait_all() {
-    const auto start = std::chrono::steady_clock::now();
     for (const member& m : members_) {
       for (;;) {
         const cudaError_t e = cudaStreamQuery(m.stream);
         if (e == cudaSuccess) break;
         if (e != cudaErrorNotReady) {
           cudaGetLastError();
+          if (watch_->fired()) throw_timeout(m);
           abort_all();
           throw cuda_error(e, algorithm_, "waiting for the rank's stream");
         }
-        ncclResult_t async = ncclSuccess;
-        ncclCommGetAsyncError(m.comm, &async);
-        if (async != ncclSuccess && async != ncclInProgress) {
-          abort_all();
-          throw nccl_error(async, algorithm_,
-                           std::string("libmerge::") + algorithm_ +
-                               ": an NCCL operation failed (another rank failed or aborted?): " +
-                               ncclGetErrorString(async) + "; the communicator was aborted");
-        }
-        const double waited =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (waited > timeout_s_) {
-          abort_all();
-          throw nccl_error(ncclSuccess, algorithm_,
-                           std::string("libmerge::") + algorithm_ + ": rank " + std::to_string(m.rank) +
-                               " waited " + std::to_string(timeout_s_) +
-                               " s for the other ranks (did every rank call the sort?); the communicator was "
-                               "aborted");
-        }
+        if (elapsed() > timeout_s_) throw_timeout(m);
+        check_async(m);
         std::this_thread::sleep_for(std::chrono::microseconds(20));
       }
     }
@@ -210,22 +288,97 @@ class nccl_transport {
   void abort_all() noexcept {
     if (aborted_) return;
     aborted_ = true;
+    watch_->stop();  // a revoke under way ends first
+    if (watch_->freed()) return;
     for (const member& m : members_) ncclCommAbort(m.comm);
   }
 
  private:
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  [[noreturn]] void throw_timeout(const member& m) {
+    abort_all();
+    throw nccl_error(ncclSuccess, algorithm_,
+                     std::string("libmerge::") + algorithm_ + ": rank " + std::to_string(m.rank) +
+                         (world_ > 0 ? " of " + std::to_string(world_) : std::string()) + " waited " +
+                         std::to_string(timeout_s_) +
+                         " s for the other ranks (did every rank call " + algorithm_ +
+                         "?); the communicator was aborted");
+  }
+
+  // A failed or aborted peer, as NCCL reports it on this communicator.
+  // (The deadline first: once the watchdog fired, an older NCCL may have
+  // freed the communicator.)
+  void check_async(const member& m) {
+    if (watch_->fired()) throw_timeout(m);
+    if (aborted_) return;
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(m.comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      abort_all();
+      throw nccl_error(async, algorithm_,
+                       std::string("libmerge::") + algorithm_ + ": rank " + std::to_string(m.rank) +
+                           ": an NCCL operation failed (another rank failed or aborted?): " +
+                           ncclGetErrorString(async) + "; the communicator was aborted");
+    }
+  }
+
+  // Until no communicator reports ncclInProgress: a non-blocking
+  // communicator's ncclGroupEnd returns before NCCL has queued the work, and
+  // the next kernel or group must wait for that.
+  void settle() {
+    for (const member& m : members_) {
+      for (;;) {
+        if (watch_->fired() || elapsed() > timeout_s_) throw_timeout(m);
+        ncclResult_t state = ncclSuccess;
+        check_nccl(ncclCommGetAsyncError(m.comm, &state), m.comm, algorithm_, "ncclCommGetAsyncError");
+        if (state == ncclSuccess) break;
+        if (state != ncclInProgress) check_async(m);
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    }
+  }
+
+  int begin_group() {
+    check_nccl(ncclGroupStart(), nullptr, algorithm_, "ncclGroupStart");
+    return 0;
+  }
+  // Ends a group opened by begin_group after f has queued its calls: an
+  // error of f closes the group first; an error that the watchdog caused
+  // (ncclGroupEnd returns once the communicators are revoked) is the timeout.
+  template <class F>
+  void end_group(int, F f) {
+    try {
+      f();
+    } catch (...) {
+      ncclGroupEnd();
+      if (watch_->fired()) throw_timeout(members_.front());
+      abort_all();
+      throw;
+    }
+    const ncclResult_t r = ncclGroupEnd();
+    if (watch_->fired()) throw_timeout(members_.front());
+    if (r != ncclSuccess && r != ncclInProgress) {
+      for (const member& m : members_) check_async(m);  // a peer's failure names itself
+      try {
+        check_nccl(r, members_.front().comm, algorithm_, "ncclGroupEnd");
+      } catch (...) {
+        abort_all();
+        throw;
+      }
+    }
+    settle();
+  }
+
   // One NCCL group over the local ranks' calls (a process that drives several
   // ranks from one thread must group them, or the first call waits for ever).
   template <class F>
   void group(F f) {
-    check_nccl(ncclGroupStart(), nullptr, algorithm_, "ncclGroupStart");
-    try {
+    end_group(begin_group(), [&] {
       for (std::size_t i = 0; i < members_.size(); ++i) f(members_[i], i);
-    } catch (...) {
-      ncclGroupEnd();
-      throw;
-    }
-    check_nccl(ncclGroupEnd(), members_.front().comm, algorithm_, "ncclGroupEnd");
+    });
   }
 
   std::vector<member> members_;
@@ -233,6 +386,8 @@ class nccl_transport {
   bool aborted_ = false;
   double timeout_s_;
   const char* algorithm_;
+  std::chrono::steady_clock::time_point start_;
+  std::optional<watchdog> watch_;
 };
 
 template <int = 0>
@@ -289,8 +444,9 @@ class loopback_transport {
       copy(recv[i], i, send[0], 0, count * sizeof(unsigned long long));
       scope.set(members_[i].device, algorithm_);
       for (std::size_t j = 1; j < members_.size(); ++j) {
-        add_u64<><<<static_cast<unsigned>((count + 255) / 256), 256, 0, members_[i].stream>>>(recv[i], send[j], count);
-        check_cuda(cudaGetLastError(), algorithm_, "launching add_u64");
+        cuda_backend::launch_with(nullptr, add_u64<>, static_cast<index_t>((count + 255) / 256), 256, 0,
+                                  members_[i].stream, algorithm_, "launch of add_u64", recv[i],
+                                  static_cast<const unsigned long long*>(send[j]), count);
       }
     }
     barrier();
