@@ -8,7 +8,11 @@
 // the peer the speed-ups are taken against. Every sorted output is checked
 // once (each rank sorted, ranks in order, lengths kept, same multiset).
 //
-//   libmerge_nccl_bench [--max-log2 N] [--runs R] [--loopback K]
+//   libmerge_nccl_bench [--max-log2 N] [--runs R] [--threads] [--loopback K]
+//
+// --threads drives each GPU from a thread of its own with a transport of its
+// own rank (the launch style of one process per GPU); without it one thread
+// drives every GPU (lm::nccl::merge_sort on a vector of shards).
 //
 // --loopback K runs K ranks on GPU 0 through the loopback transport: the
 // phases of the distributed steps with every rank sharing one GPU (no
@@ -20,6 +24,8 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <thrust/device_vector.h>
@@ -78,6 +84,60 @@ struct result {
   bool ok = true;
 };
 
+// One process per GPU, as most launchers run it (--threads): a thread a GPU,
+// each with a transport of its own rank alone.
+bool one_thread_per_gpu = false;
+
+template <bool Pairs, class Transport>
+void sort_with(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, nb::phase_marks* marks) {
+  using V = std::conditional_t<Pairs, int, char>;
+  std::vector<nb::shard_view<int, V>> v;
+  for (auto& r : ranks) {
+    V* vals = nullptr;
+    if constexpr (Pairs) vals = thrust::raw_pointer_cast(r->vals.data());
+    v.push_back({thrust::raw_pointer_cast(r->keys.data()), vals, r->n});
+  }
+  nb::sort_shards<Pairs>(t, v, lm::less<>(), Pairs ? "merge_sort_by_key" : "merge_sort", marks);
+}
+
+template <class Transport>
+void sort_all(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bool pairs,
+              const std::vector<ncclComm_t>* comms, nb::phase_marks* marks) {
+  if (!one_thread_per_gpu || comms == nullptr || ranks.size() < 2) {
+    if (pairs) sort_with<true>(t, ranks, marks);
+    else sort_with<false>(t, ranks, marks);
+    return;
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(ranks.size());
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        cuda_check(cudaSetDevice(ranks[i]->device), "cudaSetDevice");
+        nb::nccl_transport one({(*comms)[i]}, {ranks[i]->stream}, 300.0, "merge_sort");
+        std::vector<std::unique_ptr<rank_data>> mine;
+        mine.push_back(std::move(ranks[i]));
+        nb::phase_marks m;
+        if (marks != nullptr) m.events.push_back(marks->events[i]);
+        try {
+          if (pairs) sort_with<true>(one, mine, marks != nullptr ? &m : nullptr);
+          else sort_with<false>(one, mine, marks != nullptr ? &m : nullptr);
+        } catch (...) {
+          ranks[i] = std::move(mine.front());
+          throw;
+        }
+        ranks[i] = std::move(mine.front());
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& e : errors) {
+    if (!e.empty()) throw std::runtime_error(e);
+  }
+}
+
 template <class Transport>
 result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bool pairs, int runs,
                 const std::vector<ncclComm_t>* comms) {
@@ -98,15 +158,7 @@ result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bo
                    "restore values");
       }
     }
-    if (pairs) {
-      std::vector<nb::shard_view<int, int>> v;
-      for (auto& r : ranks) v.push_back({thrust::raw_pointer_cast(r->keys.data()), thrust::raw_pointer_cast(r->vals.data()), r->n});
-      nb::sort_shards<true>(t, v, lm::less<>(), "merge_sort_by_key", &marks);
-    } else {
-      std::vector<nb::shard_view<int, char>> v;
-      for (auto& r : ranks) v.push_back({thrust::raw_pointer_cast(r->keys.data()), nullptr, r->n});
-      nb::sort_shards<false>(t, v, lm::less<>(), "merge_sort", &marks);
-    }
+    sort_all(t, ranks, pairs, comms, &marks);
     float worst = 0, ph[4] = {0, 0, 0, 0};
     for (auto& r : ranks) {
       cuda_check(cudaSetDevice(r->device), "cudaSetDevice");
@@ -233,11 +285,7 @@ result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bo
                                r->n * sizeof(int), cudaMemcpyDeviceToDevice, r->stream),
                "restore keys");
   }
-  {
-    std::vector<nb::shard_view<int, char>> v;
-    for (auto& r : ranks) v.push_back({thrust::raw_pointer_cast(r->keys.data()), nullptr, r->n});
-    nb::sort_shards<false>(t, v, lm::less<>(), "merge_sort");
-  }
+  sort_all(t, ranks, false, comms, nullptr);
   std::uint64_t before = 0, after = 0;
   int last = 0;
   for (int i = 0; i < k; ++i) {
@@ -261,12 +309,11 @@ result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bo
 int main(int argc, char** argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast on shared machines
   int max_log2 = 30, runs = 5, loopback = 0;
-  bool peer_copies = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--loopback") && i + 1 < argc) loopback = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--peer-copies")) peer_copies = true;
+    else if (!std::strcmp(argv[i], "--threads")) one_thread_per_gpu = true;
   }
   int visible = 0;
   cuda_check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
@@ -274,21 +321,10 @@ int main(int argc, char** argv) {
   cuda_check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   int nccl_version = 0;
   ncclGetVersion(&nccl_version);
-  std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms\n", visible, prop.name, nccl_version, runs);
+  std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms; %s\n", visible, prop.name, nccl_version, runs,
+              one_thread_per_gpu ? "a thread a GPU" : "one thread drives every GPU");
   std::printf("%-6s %-5s %5s %10s %10s %10s %10s %10s %10s %10s %8s %8s %s\n", "keys", "type", "gpus", "total",
               "local_sort", "splitters", "exchange", "merge", "alltoall", "a2a+copy", "xchg/a2a", "vs_1gpu", "check");
-  if (peer_copies) {  // copies between GPUs go straight over NVLink
-    for (int i = 0; i < visible; ++i) {
-      for (int j = 0; j < visible; ++j) {
-        int can = 0;
-        cudaDeviceCanAccessPeer(&can, i, j);
-        if (i == j || !can) continue;
-        cudaSetDevice(i);
-        if (cudaDeviceEnablePeerAccess(j, 0) != cudaSuccess) cudaGetLastError();
-      }
-    }
-    cudaSetDevice(0);
-  }
   std::vector<int> counts;
   if (loopback > 0) counts = {loopback};
   else for (int g : {1, 2, 4}) if (g <= visible) counts.push_back(g);
@@ -325,7 +361,7 @@ int main(int argc, char** argv) {
             ranks.push_back(std::move(r));
           }
           result res;
-          if (loopback > 0 || (peer_copies && g > 1)) {
+          if (loopback > 0) {
             nb::loopback_transport t(streams, "merge_sort");
             res = run_case(t, ranks, pairs, runs, nullptr);
           } else {
