@@ -16,9 +16,9 @@
 //
 // Afterwards rank r holds the r-th slice of the global sorted order, with as
 // many elements as it passed in; equal keys keep rank order, then position.
-// Calls are collective and asynchronous with respect to the host except for
-// two waits on the ranks' streams (the headers and the splitters); they return
-// with the exchange and merge still running on the streams.
+// Calls are collective and return when the sort is done on the ranks'
+// streams (as thrust::sort does), or throw on every rank; none waits longer
+// than its timeout for the others (policies/nccl.hpp).
 #pragma once
 
 #include <vector>

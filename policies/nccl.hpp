@@ -10,7 +10,8 @@
 //   lm::nccl::par(comm)                 the default stream of the comm's device
 //   lm::nccl::par(comm, stream)         work on `stream` (of the comm's device)
 //   lm::nccl::par(comm).timeout(60.0)   give up (and abort the communicator)
-//                                       after waiting 60 s for the other ranks
+//                                       when the call has run 60 s (300 s
+//                                       unless said)
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,10 +35,12 @@ class policy {
       : comm_(comm), stream_(stream), timeout_s_(timeout_s) {}
 
   policy on(cudaStream_t stream) const { return policy(comm_, stream, timeout_s_); }
-  // How long a rank waits at its host synchronizations (two a call) for the
-  // other ranks before it aborts the communicator (ncclCommAbort) and throws:
-  // a rank that failed or never called cannot hang the others for ever. The
-  // communicator is unusable after that; make a new one.
+  // How long the whole call may take on this rank before it gives up on the
+  // other ranks: it then stops what NCCL has in flight (ncclCommRevoke where
+  // the NCCL library has it, else ncclCommAbort, from a watchdog thread, so
+  // that a wait inside NCCL ends too), aborts the communicator and throws
+  // lm::nccl_error. A rank that failed or never called cannot hang the
+  // others. The communicator is unusable after that; make a new one.
   policy timeout(double seconds) const { return policy(comm_, stream_, seconds); }
 
   ncclComm_t comm() const { return comm_; }

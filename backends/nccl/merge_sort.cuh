@@ -11,10 +11,11 @@
 //                   and status; host wait 2
 //   4. exchange     one NCCL group of ncclSend/ncclRecv for keys and values,
 //                   each piece moved on 256-byte boundaries (wire()); the piece
-//                   a rank keeps is copied beside it on a second stream
+//                   a rank keeps is copied beside it on a second stream;
+//                   host wait 3: every piece has arrived
 //   5. merge        each rank merges the pieces it received (a tree of CUDA
 //                   merges, lower ranks first, so ties stay stable) into its
-//                   shard; host wait 3: the call returns when the sort is
+//                   shard; host wait 4: the call returns when the sort is
 //                   done, as thrust::sort does
 //
 // Global order is (key, rank, position): rank r ends with the elements of
@@ -32,7 +33,8 @@
 //    rank throws before anything is exchanged;
 //  - a rank that never comes, or dies: the transport's deadline (.timeout)
 //    covers the whole call, waits inside NCCL included (transport.cuh).
-// Each rank's data stays a permutation of what it held until the exchange.
+// Each rank's data stays a permutation of what it held (sorted locally once
+// the headers passed) unless the merge itself fails.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -628,9 +630,15 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     }
     mark(3);
 
-    // 5. Merge what each rank received, then wait for the end (wait 3).
+    // 5. Merge what each rank received, then wait for the end (wait 4).
     for (std::size_t i = 0; i < L; ++i) {
       rank_state<K, V>& s = st[i];
+      // Host wait 3: the merge overwrites the caller's shard, so it starts
+      // only once every piece has arrived; a rank that fails during the
+      // exchange leaves every shard as it was sorted locally. A rank at a
+      // time, so that one thread driving several GPUs starts each merge as
+      // its rank is ready (waiting for all first cost 0.44 ms on 4 H200s).
+      t.wait(static_cast<int>(i));
       std::vector<run<K, V>> runs;
       long long out = 0;
       for (int q = 0; q < world; ++q) {
