@@ -188,19 +188,41 @@ void launch_cooperative(void (*kernel)(Params...), index_t grid, int nt, std::si
               (std::string("cooperative launch of ") + kernel_name).c_str(), std::forward<Args>(args)...);
 }
 
+// The static __shared__ bytes of `kernel` (CUB's temporary storage and the
+// like), which count against the same per-block limit as the dynamic bytes.
+// Cached per (device, kernel).
+template <class Kernel>
+std::size_t static_shared_memory(Kernel kernel, const device_info& dev, const char* algorithm) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, std::size_t> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(dev.device, reinterpret_cast<const void*>(kernel));
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  cudaFuncAttributes attr{};
+  check_cuda(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)), algorithm, "cudaFuncGetAttributes");
+  return cache.emplace(key, attr.sharedSizeBytes).first->second;
+}
+
 // Raises a kernel's dynamic shared memory limit when a box needs more than the
-// default 48 KB, or says clearly that the device cannot give that much.
+// default 48 KB a block together with the kernel's static shared memory, or
+// says clearly that the device cannot give that much. (Counting the dynamic
+// bytes alone, 16-bit sorted-search tiles of 46,096 bytes plus the kernel's
+// static bytes went over 48 KB without the limit raised: every such launch
+// failed with cudaErrorInvalidValue.)
 template <class Kernel>
 void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& dev, int nt, int vt,
                            const char* algorithm) {
-  if (bytes > static_cast<std::size_t>(dev.smem_optin)) {
+  const std::size_t fixed = static_shared_memory(kernel, dev, algorithm);
+  if (bytes + fixed > static_cast<std::size_t>(dev.smem_optin)) {
     throw std::invalid_argument(std::string("libmerge::") + algorithm + ": launch box nt=" + std::to_string(nt) +
                                 " vt=" + std::to_string(vt) + " needs " + std::to_string(bytes) +
-                                " bytes of shared memory per block; device " + std::to_string(dev.device) +
-                                " allows " + std::to_string(dev.smem_optin) +
-                                " (use a smaller launch box, or smaller elements)");
+                                " bytes of shared memory per block, and the kernel " + std::to_string(fixed) +
+                                " more of its own; device " + std::to_string(dev.device) + " allows " +
+                                std::to_string(dev.smem_optin) +
+                                " in all (use a smaller launch box, or smaller elements)");
   }
-  if (bytes > 48 * 1024) {
+  if (bytes + fixed > 48 * 1024) {
     check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
                algorithm, "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
   }
