@@ -40,6 +40,7 @@ for s in $STEPS; do
       step tests.log merge_sort 900 "$BIN/test_cuda_merge_sort" --log_level=test_suite
       step tests.log element_sizes 300 "$BIN/test_cuda_element_sizes" --log_level=test_suite
       step tests.log sorted_search 900 "$BIN/test_cuda_sorted_search" --log_level=test_suite
+      step tests.log key_types 300 "$BIN/test_cuda_key_types" --log_level=test_suite
       ;;
     large)
       step tests.log large 900 "$BIN/test_cuda_large" --log_level=message
