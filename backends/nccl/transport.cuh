@@ -4,13 +4,17 @@
 //
 //   nccl_transport      the real one: NCCL collectives and point-to-point
 //                       calls on the ranks' streams, grouped when this process
-//                       drives several ranks (one thread, ncclCommInitAll).
-//   loopback_transport  all ranks in this process, on one device (or devices
-//                       with peer access): the same operations as device
-//                       copies ordered by events. It runs the sort's
-//                       distributed steps (splitters, exchange, merge) on one
-//                       GPU, so that they are tested where no multi-GPU
-//                       machine is available; it is not a backend.
+//                       drives several ranks (one thread, ncclCommInitAll),
+//                       and the call's deadline (watchdog, below).
+//   loopback_transport  all ranks in this process, on one device: the same
+//                       operations as device copies ordered by events. It runs
+//                       the sort's distributed steps (splitters, exchange,
+//                       merge) on one GPU, so that they are tested where no
+//                       multi-GPU machine is available; it is not a backend.
+//                       (Not across devices: its all-reduce kernel reads the
+//                       other ranks' buffers, memory-pool allocations that a
+//                       kernel on another device may not touch; tried on 4
+//                       H200s, an illegal address.)
 //
 // The sort (merge_sort.cuh) is written against this interface only, and does
 // everything for local rank i on stream(i) with device(i) current.
