@@ -361,7 +361,10 @@ class nccl_transport {
     }
   }
 
+  // (Past the deadline no NCCL call starts: with an NCCL older than 2.28.7
+  // the watchdog has freed the communicators.)
   int begin_group() {
+    if (watch_->fired()) throw_timeout(members_.front());
     check_nccl(ncclGroupStart(), nullptr, algorithm_, "ncclGroupStart");
     return 0;
   }
