@@ -23,18 +23,17 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// The architecture (x 10) `kernel` was compiled for, as the device will run
-// it: its PTX target, which is what __CUDA_ARCH__ saw. Asked of each kernel
-// rather than of one probe, because translation units of one program may be
-// built for different architectures. Cached per (device, kernel). A device
-// with no image for the kernel is told in words; other errors keep their name.
-inline int kernel_arch(const void* kernel, const device_info& dev, const char* algorithm) {
+// What CUDA knows of a compiled kernel (its PTX target, its static shared
+// memory), asked once per (device, kernel) and cached. A device with no image
+// for the kernel is told in words; other errors keep their name.
+inline const cudaFuncAttributes& kernel_attributes(const void* kernel, const device_info& dev,
+                                                   const char* algorithm) {
   static std::mutex mutex;
-  static std::map<std::pair<int, const void*>, int> cache;
+  static std::map<std::pair<int, const void*>, cudaFuncAttributes> cache;
   std::lock_guard<std::mutex> lock(mutex);
   const auto key = std::make_pair(dev.device, kernel);
   auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
+  if (it != cache.end()) return it->second;  // std::map: references stay valid
   cudaFuncAttributes attr{};
   const cudaError_t e = cudaFuncGetAttributes(&attr, kernel);
   if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
@@ -45,7 +44,15 @@ inline int kernel_arch(const void* kernel, const device_info& dev, const char* a
                          "); rebuild with its architecture in CMAKE_CUDA_ARCHITECTURES (nvcc -gencode)");
   }
   check_cuda(e, algorithm, "cudaFuncGetAttributes");
-  return cache.emplace(key, attr.ptxVersion).first->second;
+  return cache.emplace(key, attr).first->second;
+}
+
+// The architecture (x 10) `kernel` was compiled for, as the device will run
+// it: its PTX target, which is what __CUDA_ARCH__ saw. Asked of each kernel
+// rather than of one probe, because translation units of one program may be
+// built for different architectures.
+inline int kernel_arch(const void* kernel, const device_info& dev, const char* algorithm) {
+  return kernel_attributes(kernel, dev, algorithm).ptxVersion;
 }
 
 template <class F, std::size_t... I>
@@ -188,22 +195,6 @@ void launch_cooperative(void (*kernel)(Params...), index_t grid, int nt, std::si
               (std::string("cooperative launch of ") + kernel_name).c_str(), std::forward<Args>(args)...);
 }
 
-// The static __shared__ bytes of `kernel` (CUB's temporary storage and the
-// like), which count against the same per-block limit as the dynamic bytes.
-// Cached per (device, kernel).
-template <class Kernel>
-std::size_t static_shared_memory(Kernel kernel, const device_info& dev, const char* algorithm) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, const void*>, std::size_t> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_pair(dev.device, reinterpret_cast<const void*>(kernel));
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  cudaFuncAttributes attr{};
-  check_cuda(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(kernel)), algorithm, "cudaFuncGetAttributes");
-  return cache.emplace(key, attr.sharedSizeBytes).first->second;
-}
-
 // Raises a kernel's dynamic shared memory limit when a box needs more than the
 // default 48 KB a block together with the kernel's static shared memory, or
 // says clearly that the device cannot give that much. (Counting the dynamic
@@ -213,7 +204,9 @@ std::size_t static_shared_memory(Kernel kernel, const device_info& dev, const ch
 template <class Kernel>
 void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& dev, int nt, int vt,
                            const char* algorithm) {
-  const std::size_t fixed = static_shared_memory(kernel, dev, algorithm);
+  // The kernel's static __shared__ bytes (CUB's temporary storage and the
+  // like) count against the same per-block limit.
+  const std::size_t fixed = kernel_attributes(reinterpret_cast<const void*>(kernel), dev, algorithm).sharedSizeBytes;
   if (bytes + fixed > static_cast<std::size_t>(dev.smem_optin)) {
     throw std::invalid_argument(std::string("libmerge::") + algorithm + ": launch box nt=" + std::to_string(nt) +
                                 " vt=" + std::to_string(vt) + " needs " + std::to_string(bytes) +

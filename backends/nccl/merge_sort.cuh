@@ -355,13 +355,20 @@ void exchange_headers(Transport& t, std::vector<rank_state<K, V>>& st, const hos
   t.wait_all();
 }
 
+// A local rank that failed throws its own exception (before the error that
+// names it to everyone else).
+template <class K, class V>
+void rethrow_local_failure(const std::vector<rank_state<K, V>>& st) {
+  for (const rank_state<K, V>& s : st) {
+    if (s.error) std::rethrow_exception(s.error);
+  }
+}
+
 // The checks every rank makes alike on the headers: a failed rank (its own
 // exception on that rank), types that differ from rank 0's.
 template <class K, class V>
 void check_headers(const std::vector<rank_state<K, V>>& st, const header* all, int world, const char* algorithm) {
-  for (const rank_state<K, V>& s : st) {
-    if (s.error) std::rethrow_exception(s.error);
-  }
+  rethrow_local_failure(st);
   for (int q = 0; q < world; ++q) {
     const std::string who = std::string("libmerge::") + algorithm + ": rank " + std::to_string(q);
     if (all[q].failed) {
@@ -422,9 +429,7 @@ long long sort_rank(rank_state<K, V>& s, int world, Comp comp, const char* algor
 // (a comparator that is no strict weak ordering).
 template <class K, class V, class Cut>
 void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, int world, Cut cut, const char* algorithm) {
-  for (const rank_state<K, V>& s : st) {
-    if (s.error) std::rethrow_exception(s.error);
-  }
+  rethrow_local_failure(st);
   for (int q = 0; q < world; ++q) {
     if (cut(q, world + 1) != 0) {
       throw std::runtime_error(std::string("libmerge::") + algorithm + ": rank " + std::to_string(q) +

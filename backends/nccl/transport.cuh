@@ -264,7 +264,7 @@ class nccl_transport {
   // and the values' all-to-all share the links.
   template <class F>
   void grouped(F f) {
-    end_group(begin_group(), [&] { f(); });
+    in_group(f);
   }
 
   // Waits on the host until every local stream has done its work so far. A
@@ -361,18 +361,15 @@ class nccl_transport {
     }
   }
 
-  // (Past the deadline no NCCL call starts: with an NCCL older than 2.28.7
-  // the watchdog has freed the communicators.)
-  int begin_group() {
+  // The NCCL calls f makes, as one group. Past the deadline no NCCL call
+  // starts (with an NCCL older than 2.28.7 the watchdog has freed the
+  // communicators); an error of f closes the group first; an error that the
+  // watchdog caused (ncclGroupEnd returns once the communicators are
+  // revoked) is the timeout.
+  template <class F>
+  void in_group(F&& f) {
     if (watch_->fired()) throw_timeout(members_.front());
     check_nccl(ncclGroupStart(), nullptr, algorithm_, "ncclGroupStart");
-    return 0;
-  }
-  // Ends a group opened by begin_group after f has queued its calls: an
-  // error of f closes the group first; an error that the watchdog caused
-  // (ncclGroupEnd returns once the communicators are revoked) is the timeout.
-  template <class F>
-  void end_group(int, F f) {
     try {
       f();
     } catch (...) {
@@ -399,7 +396,7 @@ class nccl_transport {
   // ranks from one thread must group them, or the first call waits for ever).
   template <class F>
   void group(F f) {
-    end_group(begin_group(), [&] {
+    in_group([&] {
       for (std::size_t i = 0; i < members_.size(); ++i) f(members_[i], i);
     });
   }
