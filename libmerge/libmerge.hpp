@@ -17,6 +17,7 @@
 #include "../policies/serial.hpp"
 #include "../backends/serial/merge.hpp"
 #include "../backends/serial/merge_sort.hpp"
+#include "../backends/serial/precondition.hpp"
 #include "../backends/serial/sorted_search.hpp"
 
 #include "../policies/omp.hpp"

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "detail/arguments.hpp"
+#include "detail/checked.hpp"
 #include "detail/dispatch.hpp"
 #include "functional.hpp"
 
@@ -25,6 +26,7 @@ OutIt merge(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_la
   const index_t nb = detail::checked_length(b_first, b_last, "merge", "b_first", "b_last");
   if (na + nb == 0) return out;
   const auto& exec = detail::resolve_policy(policy);
+  detail::check_sorted_inputs(exec, a_first, na, b_first, nb, comp, "merge", "[a_first, a_last)", "[b_first, b_last)");
   detail::impl_for<algo::merge, Policy>::run(exec, a_first, na, b_first, nb, detail::no_values{},
                                              detail::no_values{}, out, detail::no_values{}, comp);
   return out + (na + nb);
@@ -45,6 +47,8 @@ std::pair<KeyOutIt, ValOutIt> merge_by_key(const Policy& policy, AKeyIt a_keys_f
       detail::checked_length(b_keys_first, b_keys_last, "merge_by_key", "b_keys_first", "b_keys_last");
   if (na + nb == 0) return {keys_out, vals_out};
   const auto& exec = detail::resolve_policy(policy);
+  detail::check_sorted_inputs(exec, a_keys_first, na, b_keys_first, nb, comp, "merge_by_key",
+                              "[a_keys_first, a_keys_last)", "[b_keys_first, b_keys_last)");
   detail::impl_for<algo::merge, Policy>::run(exec, a_keys_first, na, b_keys_first, nb, a_vals_first,
                                              b_vals_first, keys_out, vals_out, comp);
   return {keys_out + (na + nb), vals_out + (na + nb)};

@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "detail/arguments.hpp"
+#include "detail/checked.hpp"
 #include "detail/counting.hpp"
 #include "detail/dispatch.hpp"
 #include "functional.hpp"
@@ -21,6 +22,7 @@ void merge_sort(const Policy& policy, KeyIt first, KeyIt last, Comp comp = Comp(
   const index_t n = detail::checked_length(first, last, "merge_sort", "first", "last");
   if (n < 2 && !detail::is_collective_v<Policy>) return;
   const auto& exec = detail::resolve_policy(policy);
+  detail::check_sort_comparator(exec, first, n, comp, "merge_sort", "[first, last)");
   detail::impl_for<algo::merge_sort, Policy>::run(exec, first, n, detail::no_values{},
                                                   detail::no_values{}, comp);
 }
@@ -33,6 +35,7 @@ void merge_sort_by_key(const Policy& policy, KeyIt keys_first, KeyIt keys_last, 
       detail::checked_length(keys_first, keys_last, "merge_sort_by_key", "keys_first", "keys_last");
   if (n < 2 && !detail::is_collective_v<Policy>) return;
   const auto& exec = detail::resolve_policy(policy);
+  detail::check_sort_comparator(exec, keys_first, n, comp, "merge_sort_by_key", "[keys_first, keys_last)");
   detail::impl_for<algo::merge_sort, Policy>::run(exec, keys_first, n, values_first, values_first,
                                                   comp);
 }
@@ -50,6 +53,7 @@ void merge_sort_indices(const Policy& policy, KeyIt keys_first, KeyIt keys_last,
   if (n == 0) return;
   using index_type = typename std::iterator_traits<IndexIt>::value_type;
   const auto& exec = detail::resolve_policy(policy);
+  detail::check_sort_comparator(exec, keys_first, n, comp, "merge_sort_indices", "[keys_first, keys_last)");
   detail::impl_for<algo::merge_sort, Policy>::run(exec, keys_first, n,
                                                   detail::counting_values<index_type>{}, indices_first,
                                                   comp);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "detail/arguments.hpp"
+#include "detail/checked.hpp"
 #include "detail/dispatch.hpp"
 #include "functional.hpp"
 #include "search_tags.hpp"
@@ -64,6 +65,8 @@ match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_
   const auto [na, nb] = detail::checked_search_lengths<TypeA, TypeB, AOut, BOut>(a_first, a_last, b_first, b_last);
   if (na + nb == 0) return {};
   const auto& exec = detail::resolve_policy(policy);
+  detail::check_sorted_inputs(exec, a_first, na, b_first, nb, comp, "sorted_search", "[a_first, a_last)",
+                              "[b_first, b_last)");
   return detail::impl_for<algo::sorted_search, Policy>::template run<Bounds, TypeA, TypeB>(
       exec, a_first, na, b_first, nb, a_out, b_out, comp);
 }
@@ -81,6 +84,8 @@ void sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, B
   const auto [na, nb] = detail::checked_search_lengths<TypeA, TypeB, AOut, BOut>(a_first, a_last, b_first, b_last);
   if (counts_out == nullptr) detail::throw_invalid("sorted_search", "counts_out is a null pointer");
   const auto& exec = detail::resolve_policy(policy);
+  detail::check_sorted_inputs(exec, a_first, na, b_first, nb, comp, "sorted_search", "[a_first, a_last)",
+                              "[b_first, b_last)");
   using impl = detail::impl_for<algo::sorted_search, Policy>;
   if constexpr (detail::writes_counts_in_place<impl>) {
     impl::template run_to<Bounds, TypeA, TypeB>(exec, a_first, na, b_first, nb, a_out, b_out, counts_out, comp);
@@ -113,6 +118,8 @@ CountsOut sorted_equality_count(const Policy& policy, AIt a_first, AIt a_last, B
   detail::check_output_range<CountsOut>(nb, false, "sorted_equality_count", "counts_out");
   if (na == 0) return counts_out;
   const auto& exec = detail::resolve_policy(policy);
+  detail::check_sorted_inputs(exec, a_first, na, b_first, nb, comp, "sorted_equality_count", "[a_first, a_last)",
+                              "[b_first, b_last)");
   detail::impl_for<algo::sorted_equality_count, Policy>::run(exec, a_first, na, b_first, nb, counts_out,
                                                              comp);
   return counts_out + na;

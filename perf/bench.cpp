@@ -318,6 +318,16 @@ struct merge_case {
       }
     }
   }
+  // The checked call (.checked()): one sortedness read of each input, a wait
+  // for its answer, then the merge.
+  void run_lm_checked() {
+    auto policy = lm::cuda::par.on(s).with_allocator(lm_temp).checked();
+    if constexpr (pairs) {
+      lm::merge_by_key(policy, pa(), pa() + na, pb(), pb() + nb, pav(), pbv(), po(), pvo());
+    } else {
+      lm::merge(policy, pa(), pa() + na, pb(), pb() + nb, po());
+    }
+  }
   void run_cub() {
     std::size_t bytes_in = 0;
     for (void* temp : {static_cast<void*>(nullptr), static_cast<void*>(cub_temp)}) {
@@ -351,15 +361,19 @@ void gpu_case(gpu_timer& timer, merge_case<K, V>& c) {
   c.verify("cub");
   c.run_thrust();
   c.verify("thrust");
-  std::vector<double> t_lm, t_cub, t_thrust;
+  c.run_lm_checked();
+  c.verify("libmerge checked");
+  std::vector<double> t_lm, t_cub, t_thrust, t_checked;
   for (int r = 0; r < 3; ++r) {
     t_lm.push_back(timer.median_ms([&] { c.run_lm(); }));
     t_cub.push_back(timer.median_ms([&] { c.run_cub(); }));
     t_thrust.push_back(timer.median_ms([&] { c.run_thrust(); }));
+    t_checked.push_back(timer.median_ms([&] { c.run_lm_checked(); }));
   }
   c.record("libmerge", median(t_lm));
   c.record("cub::DeviceMerge", median(t_cub));
   c.record("thrust", median(t_thrust));
+  c.record("libmerge checked", median(t_checked));
 }
 
 // --tune: libmerge with each of Boxes against CUB, in the same run.

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "../libmerge/detail/checked.hpp"
 #include "../libmerge/detail/dispatch.hpp"
 #include "launch_box.hpp"
 
@@ -74,6 +75,11 @@ class policy {
   policy<Box, A> with_allocator(A allocator) const {
     return {stream_, allocator, synchronize_};
   }
+
+  // The same policy with every call's preconditions checked first
+  // (libmerge/detail/checked.hpp): one read of each sorted input on the
+  // stream, then a wait for the answer; set it last.
+  checked_policy<policy> checked() const { return checked_policy<policy>(*this); }
 
   cudaStream_t stream() const { return stream_; }
   const Allocator& allocator() const { return allocator_; }

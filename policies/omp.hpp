@@ -20,6 +20,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../libmerge/detail/checked.hpp"
 #include "../libmerge/detail/dispatch.hpp"
 #include "serial.hpp"
 
@@ -45,6 +46,10 @@ class policy {
 
   // The team size asked for; 0: OpenMP's default.
   constexpr int threads() const { return threads_; }
+
+  // The same policy with every call's preconditions checked first
+  // (libmerge/detail/checked.hpp); set it last.
+  constexpr checked_policy<policy> checked() const { return checked_policy<policy>(*this); }
 
  private:
   int threads_ = 0;

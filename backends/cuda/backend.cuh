@@ -5,5 +5,6 @@
 #include "error.hpp"
 #include "merge.cuh"
 #include "merge_sort.cuh"
+#include "precondition.cuh"
 #include "sorted_search.cuh"
 #include "thrust_policies.cuh"

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "error.hpp"
@@ -58,6 +59,44 @@ inline const device_info& current_device(const char* algorithm) {
   auto it = cache.find(device);
   if (it == cache.end()) it = cache.emplace(device, query_device(device, algorithm)).first;
   return it->second;
+}
+
+// The same for a call on `stream`, which must belong to the current device:
+// the call's pointer checks and launches use the current device and its
+// temporary storage the stream's, so a stream of another device is an
+// std::invalid_argument naming both (it was a cudaErrorInvalidResourceHandle
+// or worse from inside the call).
+// The device a stream's work runs on: its own (cudaStreamGetDevice), or the
+// current device for the legacy and per-thread default streams and for a
+// stream under graph capture, where cudaStreamGetDevice is not permitted
+// (cudaErrorStreamCaptureUnsupported: every call on a capturing stream
+// failed, found by test_cuda_merge's graph case).
+inline int stream_device(cudaStream_t stream, const char* algorithm) {
+  int device = 0;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
+    check_cuda(cudaStreamIsCapturing(stream, &capture), algorithm, "cudaStreamIsCapturing");
+  }
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread ||
+      capture != cudaStreamCaptureStatusNone) {
+    check_cuda(cudaGetDevice(&device), algorithm, "cudaGetDevice");
+  } else {
+    check_cuda(cudaStreamGetDevice(stream, &device), algorithm, "cudaStreamGetDevice");
+  }
+  return device;
+}
+
+inline const device_info& current_device(const char* algorithm, cudaStream_t stream) {
+  const device_info& dev = current_device(algorithm);
+  {
+    const int device = stream_device(stream, algorithm);
+    if (device != dev.device) {
+      throw std::invalid_argument(std::string("libmerge::") + algorithm + ": the policy's stream belongs to device " +
+                                  std::to_string(device) + ", but the call runs on the current device " +
+                                  std::to_string(dev.device) + " (cudaSetDevice to the stream's device first)");
+    }
+  }
+  return dev;
 }
 
 // LIBMERGE_DEBUG=1 in the environment prints each launch plan to stderr.

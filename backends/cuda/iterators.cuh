@@ -6,10 +6,15 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+#include <initializer_list>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
+#include <thrust/iterator/reverse_iterator.h>
 #include <thrust/type_traits/unwrap_contiguous_iterator.h>
 
 #include "../../libmerge/detail/config.hpp"
@@ -52,6 +57,43 @@ T* device_pointer(T* p, const device_info& dev, const char* algorithm, const cha
                               "(cudaMalloc, thrust::device_vector), managed or mapped host memory");
 }
 
+template <class It, class = void>
+struct has_base : std::false_type {};
+template <class It>
+struct has_base<It, std::void_t<decltype(std::declval<const It&>().base())>> : std::true_type {};
+
+template <class It>
+struct is_reverse : std::false_type {};
+template <class It>
+struct is_reverse<thrust::reverse_iterator<It>> : std::true_type {};
+template <class It>
+struct is_reverse<std::reverse_iterator<It>> : std::true_type {};
+
+// The memory under an iterator adaptor, checked like a pointer argument: a
+// transform_iterator (or reverse_iterator, or any adaptor with base()) over
+// host memory would fault inside the kernel. Walks base() down to a
+// contiguous iterator (checked) or to something that is no memory (a
+// counting_iterator's number). What it cannot see: iterators without base()
+// (a zip_iterator's parts, a permutation_iterator's elements; its base() is
+// the index range, checked) and memory a functor reads through its own
+// pointers (docs/api.md).
+template <class It>
+void check_adapted(const It& it, const device_info& dev, const char* algorithm, const std::string& name) {
+  if constexpr (has_base<It>::value) {
+    using B = std::decay_t<decltype(it.base())>;
+    if constexpr (std::is_pointer_v<B> || std::is_class_v<B>) {
+      B b = it.base();
+      if constexpr (is_reverse<It>::value) --b;  // a reverse range ends before its base
+      auto raw = thrust::try_unwrap_contiguous_iterator(b);
+      if constexpr (std::is_pointer_v<decltype(raw)>) {
+        device_pointer(raw, dev, algorithm, name.c_str());
+      } else {
+        check_adapted(b, dev, algorithm, name);
+      }
+    }
+  }
+}
+
 // The iterator a kernel receives for a user's iterator over `length`
 // elements. An empty range is never read, so its pointer may be anything
 // (an empty thrust::device_vector's data() is null).
@@ -63,8 +105,52 @@ auto to_device(It it, index_t length, const device_info& dev, const char* algori
     auto raw = thrust::try_unwrap_contiguous_iterator(it);
     if constexpr (std::is_pointer_v<decltype(raw)>) {
       if (length > 0) raw = device_pointer(raw, dev, algorithm, name);
+    } else {
+      if (length > 0) check_adapted(it, dev, algorithm, std::string(name) + " (the memory under its iterator)");
     }
     return raw;
+  }
+}
+
+// A range as the overlap check sees it: its bytes where the kernel gets a
+// pointer (a fancy iterator or an unused output is no memory it can see).
+struct byte_range {
+  const char* name;
+  const void* p = nullptr;
+  std::size_t bytes = 0;
+};
+template <class It>
+byte_range range_of(const char* name, It it, index_t n) {
+  if constexpr (std::is_pointer_v<It>) {
+    return {name, static_cast<const void*>(it), static_cast<std::size_t>(n) * sizeof(*it)};
+  } else {
+    return {name};
+  }
+}
+
+// An output that shares memory with an input or another output is an
+// std::invalid_argument naming both: every kernel reads and writes tiles in
+// parallel, so no overlap (not even an output equal to its input) gives a
+// defined result. Ranges the check cannot see (fancy iterators) are the
+// caller's to keep apart (docs/api.md).
+inline void check_disjoint(const char* algorithm, std::initializer_list<byte_range> outputs,
+                           std::initializer_list<byte_range> inputs) {
+  auto overlap = [](const byte_range& x, const byte_range& y) {
+    if (x.bytes == 0 || y.bytes == 0) return false;
+    const auto a = reinterpret_cast<std::uintptr_t>(x.p), b = reinterpret_cast<std::uintptr_t>(y.p);
+    return a < b + y.bytes && b < a + x.bytes;
+  };
+  auto fail = [&](const byte_range& o, const byte_range& r) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + o.name + " overlaps " + r.name +
+                                " (outputs must not share memory with the inputs or with each other)");
+  };
+  for (auto o = outputs.begin(); o != outputs.end(); ++o) {
+    for (const byte_range& r : inputs) {
+      if (overlap(*o, r)) fail(*o, r);
+    }
+    for (auto q = o + 1; q != outputs.end(); ++q) {
+      if (overlap(*o, *q)) fail(*o, *q);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 // (except on GPUs without stream-ordered memory pools, below).
 #pragma once
 
+#include <cuda.h>  // CUresult, CUcontext (context_id; no link to libcuda)
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -12,8 +13,10 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "../../policies/cuda.hpp"
+#include "device.cuh"
 #include "error.hpp"
 
 namespace libmerge::detail::cuda_backend {
@@ -25,44 +28,69 @@ namespace libmerge::detail::cuda_backend {
 // and search partitions) stay cached.
 inline constexpr std::uint64_t pool_release_threshold = std::uint64_t(64) << 20;
 
-// libmerge's own stream-ordered memory pool, one per device, made on first use
-// and kept for the life of the process. It differs from the device's default
-// pool in two ways: no reuse through internal dependencies (the default pool
-// may hand a call on stream 2 a block still pending free on stream 1 and make
-// stream 2 wait for stream 1, which would serialize independent streams), and
-// the bounded release threshold above.
+// The unique id of the calling thread's current context (cuCtxGetId, CUDA
+// 12.0 on, reached through the runtime's driver entry points: no link to
+// libcuda); 0 where there is none yet or the driver cannot tell.
+inline unsigned long long context_id() {
+  using current_fn = CUresult (*)(CUcontext*);
+  using id_fn = CUresult (*)(CUcontext, unsigned long long*);
+  static const auto fns = [] {
+    void* current = nullptr;
+    void* id = nullptr;
+#if CUDART_VERSION >= 12050
+    cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &current, 12000, cudaEnableDefault, nullptr);
+    cudaGetDriverEntryPointByVersion("cuCtxGetId", &id, 12000, cudaEnableDefault, nullptr);
+#else
+    cudaGetDriverEntryPoint("cuCtxGetCurrent", &current, cudaEnableDefault, nullptr);
+    cudaGetDriverEntryPoint("cuCtxGetId", &id, cudaEnableDefault, nullptr);
+#endif
+    cudaGetLastError();  // a symbol the driver lacks leaves no stale error
+    return std::make_pair(reinterpret_cast<current_fn>(current), reinterpret_cast<id_fn>(id));
+  }();
+  if (fns.first == nullptr || fns.second == nullptr) return 0;
+  CUcontext ctx = nullptr;
+  unsigned long long id = 0;
+  if (fns.first(&ctx) != CUDA_SUCCESS || ctx == nullptr || fns.second(ctx, &id) != CUDA_SUCCESS) return 0;
+  return id;
+}
+
+// libmerge's own stream-ordered memory pool, one per device and context, made
+// on first use. It differs from the device's default pool in two ways: no
+// reuse through internal dependencies (the default pool may hand a call on
+// stream 2 a block still pending free on stream 1 and make stream 2 wait for
+// stream 1, which would serialize independent streams), and the bounded
+// release threshold above. A pool dies with its context: after
+// cudaDeviceReset the device's new context gets a new pool (a pool cached by
+// device alone was a dangling handle then). Null where the pool cannot be
+// made although the device reports pools (the caller falls back to
+// cudaMalloc, as on devices without pools).
 inline cudaMemPool_t memory_pool(int device) {
   static std::mutex mutex;
-  static std::map<int, cudaMemPool_t> pools;
+  static std::map<std::pair<int, unsigned long long>, cudaMemPool_t> pools;
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = pools.find(device);
+  const unsigned long long before = context_id();
+  auto it = pools.find({device, before});
   if (it != pools.end()) return it->second;
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = device;
   cudaMemPool_t pool{};
-  check_cuda(cudaMemPoolCreate(&pool, &props), "temporary storage", "cudaMemPoolCreate");
   int no = 0;
   std::uint64_t keep = pool_release_threshold;
-  check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no), "temporary storage",
-             "cudaMemPoolSetAttribute");
-  check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "temporary storage",
-             "cudaMemPoolSetAttribute");
-  pools.emplace(device, pool);
-  return pool;
-}
-
-// The device whose memory a stream's work uses: the stream's own device (the
-// legacy and per-thread default streams belong to the current device).
-inline int stream_device(cudaStream_t stream) {
-  int device = 0;
-  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
-    check_cuda(cudaGetDevice(&device), "temporary storage", "cudaGetDevice");
-  } else {
-    check_cuda(cudaStreamGetDevice(stream, &device), "temporary storage", "cudaStreamGetDevice");
+  if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
+    cudaGetLastError();
+    pool = nullptr;
+  } else if (cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no) != cudaSuccess ||
+             cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess) {
+    cudaGetLastError();
+    cudaMemPoolDestroy(pool);
+    pool = nullptr;
   }
-  return device;
+  // Creating the pool may have made the context current (the first call on
+  // a device): the key is the context it lives in.
+  pools[{device, before != 0 ? before : context_id()}] = pool;
+  return pool;
 }
 
 // Whether a device has stream-ordered memory pools; LIBMERGE_NO_MEMORY_POOLS=1
@@ -77,16 +105,17 @@ inline bool has_memory_pools(int device) {
 }
 
 // lm::cuda::pool_allocator: from the pool of the stream's device, in stream
-// order. Without memory pools (old drivers, some virtualized GPUs): cudaMalloc
-// and cudaFree, which synchronize the device, the only way left to allocate.
+// order. Without memory pools (old drivers, some virtualized GPUs, a pool that
+// cannot be made): cudaMalloc and cudaFree, which synchronize the device, the
+// only way left to allocate.
 struct pool_storage {
   static void* allocate(std::size_t bytes, cudaStream_t stream, bool& pooled) {
-    const int device = stream_device(stream);
+    const int device = stream_device(stream, "temporary storage");
     void* p = nullptr;
-    pooled = has_memory_pools(device);
+    const cudaMemPool_t pool = has_memory_pools(device) ? memory_pool(device) : nullptr;
+    pooled = pool != nullptr;
     if (pooled) {
-      check_cuda(cudaMallocFromPoolAsync(&p, bytes, memory_pool(device), stream), "temporary storage",
-                 "cudaMallocFromPoolAsync");
+      check_cuda(cudaMallocFromPoolAsync(&p, bytes, pool, stream), "temporary storage", "cudaMallocFromPoolAsync");
     } else {
       check_cuda(cudaMalloc(&p, bytes), "temporary storage", "cudaMalloc");
     }

@@ -280,7 +280,7 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
            KeysOut keys_out, ValsOut vals_out, Comp comp) {
   constexpr bool with_values = has_values<AVals>;
   const char* algorithm = with_values ? "merge_by_key" : "merge";
-  const device_info& dev = current_device(algorithm);
+  const device_info& dev = current_device(algorithm, policy.stream());
   // Names as the caller wrote them, so an error points at the right argument.
   const auto d_a = to_device(a, na, dev, algorithm, with_values ? "a_keys_first" : "a_first");
   const auto d_b = to_device(b, nb, dev, algorithm, with_values ? "b_keys_first" : "b_first");
@@ -288,6 +288,12 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   const auto d_bv = to_device(b_vals, nb, dev, algorithm, "b_vals_first");
   const auto d_keys_out = to_device(keys_out, na + nb, dev, algorithm, with_values ? "keys_out" : "out");
   const auto d_vals_out = to_device(vals_out, na + nb, dev, algorithm, "vals_out");
+  check_disjoint(algorithm,
+                 {range_of(with_values ? "keys_out" : "out", d_keys_out, na + nb),
+                  range_of("vals_out", d_vals_out, na + nb)},
+                 {range_of(with_values ? "a_keys_first" : "a_first", d_a, na),
+                  range_of(with_values ? "b_keys_first" : "b_first", d_b, nb), range_of("a_vals_first", d_av, na),
+                  range_of("b_vals_first", d_bv, nb)});
   using G = single_merge<std::decay_t<decltype(d_a)>, std::decay_t<decltype(d_b)>, std::decay_t<decltype(d_av)>,
                          std::decay_t<decltype(d_bv)>>;
   const G g{d_a, d_b, d_av, d_bv, na, nb};

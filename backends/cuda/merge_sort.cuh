@@ -1348,9 +1348,13 @@ void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, Va
   constexpr bool with_values = has_values<ValsOut>;
   constexpr bool indices = !std::is_same_v<ValsIn, ValsOut>;
   const char* algorithm = indices ? "merge_sort_indices" : (with_values ? "merge_sort_by_key" : "merge_sort");
-  const device_info& dev = current_device(algorithm);
+  const device_info& dev = current_device(algorithm, policy.stream());
   auto d_keys = to_device(keys, n, dev, algorithm, with_values ? "keys_first" : "first");
   auto d_vals = to_device(vals_out, n, dev, algorithm, indices ? "indices_first" : "values_first");
+  check_disjoint(algorithm,
+                 {range_of(with_values ? "keys_first" : "first", d_keys, n),
+                  range_of(indices ? "indices_first" : "values_first", d_vals, n)},
+                 {});
   static_assert(std::is_pointer_v<decltype(d_keys)>,
                 "libmerge::merge_sort (CUDA backend): keys must be contiguous device memory (a raw pointer, "
                 "thrust::device_ptr or a thrust::device_vector iterator)");

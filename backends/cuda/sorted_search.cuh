@@ -765,9 +765,22 @@ template <class TA, class TB>
 struct search_table {
   static constexpr const auto& lines = tuning::search;
   static constexpr std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
+  // Keys so large that even one a thread overflows the tile's shared memory
+  // (search_layout: the key and an int result an element) get fewer threads
+  // too, halving in whole warps: 96 KB fits every GPU from sm_80 (sm_86/89
+  // give a block 99 KB) and leaves the tuned 4- and 8-byte boxes as they are.
+  // (Before, keys above about 448 bytes threw invalid_argument on H100.)
+  static constexpr int nt(int line_nt, int vt) {
+    int nt = line_nt;
+    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * (elem + sizeof(int)) > 96 * 1024) {
+      nt = (nt / 2 + 31) / 32 * 32;
+    }
+    return nt;
+  }
   template <std::size_t I>
   static constexpr auto boxes() {
-    return std::tuple<launch_box<lines[I].nt, tuning::scale_vt(lines[I].vt, 4, elem)>,
+    constexpr int vt = tuning::scale_vt(lines[I].vt, 4, elem);
+    return std::tuple<launch_box<nt(lines[I].nt, vt), vt>,
                       launch_box<lines[I].needle_nt, lines[I].needle_vt>,
                       std::integral_constant<int, lines[I].sparse_ratio>,
                       std::integral_constant<int, lines[I].quaternary_below>,
@@ -836,7 +849,7 @@ template <bounds Bounds, search_type TypeA, search_type TypeB, a_writes AWrites,
 match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index_t nb, AOut a_out, BOut b_out,
                            match_counts* counts, Comp comp) {
   const char* algorithm = AWrites == a_writes::equal_count ? "sorted_equality_count" : "sorted_search";
-  const device_info& dev = current_device(algorithm);
+  const device_info& dev = current_device(algorithm, policy.stream());
   const auto d_a = to_device(a, na, dev, algorithm, "a_first");
   const auto d_b = to_device(b, nb, dev, algorithm, "b_first");
   const auto d_a_out = output_to_device<writes_output(TypeA) || AWrites == a_writes::equal_count>(
@@ -844,6 +857,14 @@ match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index
   const auto d_b_out = output_to_device<writes_output(TypeB)>(b_out, nb, dev, algorithm, "b_out");
   match_counts* d_counts = nullptr;
   if constexpr (Counts == counts_to::device_memory) d_counts = device_pointer(counts, dev, algorithm, "counts_out");
+  {
+    constexpr bool a_written = writes_output(TypeA) || AWrites == a_writes::equal_count;
+    byte_range ra{AWrites == a_writes::equal_count ? "counts_out" : "a_out"}, rb{"b_out"}, rc{"counts_out"};
+    if constexpr (a_written) ra = range_of(ra.name, d_a_out, na);
+    if constexpr (writes_output(TypeB)) rb = range_of(rb.name, d_b_out, nb);
+    if constexpr (Counts == counts_to::device_memory) rc = range_of(rc.name, d_counts, 1);
+    check_disjoint(algorithm, {ra, rb, rc}, {range_of("a_first", d_a, na), range_of("b_first", d_b, nb)});
+  }
   // The returning form counts in a temporary (taken before anything is
   // written, so a failed allocation leaves the outputs untouched).
   std::optional<temporary_storage<typename Policy::allocator_type>> temp;

@@ -24,6 +24,8 @@ struct merge {};
 struct merge_sort {};
 struct sorted_search {};
 struct sorted_equality_count {};
+// A checked call's scans (detail/checked.hpp): sorted_until and bad_sample.
+struct precondition {};
 }  // namespace algo
 
 namespace detail {

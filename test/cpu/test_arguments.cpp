@@ -699,3 +699,77 @@ BOOST_AUTO_TEST_CASE(throwing_comparator_leaves_input_unchanged) {
     }
   }
 }
+
+// ---------------------------------------------------------------------------
+// Checked calls (lm::serial.checked()): the preconditions verified first, a
+// violation an std::invalid_argument naming the input and the first bad
+// position, nothing written; inputs that meet them give the unchecked result.
+
+BOOST_AUTO_TEST_CASE(checked_calls_reject_unsorted_inputs) {
+  const auto checked = lm::serial.checked();
+  std::vector<std::int32_t> a = iota_vector<std::int32_t>(100), b = iota_vector<std::int32_t>(50, 7);
+  std::swap(a[40], a[41]);  // a[41] = 40 comes before a[40] = 41
+  std::vector<std::int32_t> out(150, -1), vals(150, -1), counts(100, -1);
+  std::vector<std::int64_t> lower(100, -1);
+  expect_invalid_argument([&] { lm::merge(checked, a.begin(), a.end(), b.begin(), b.end(), out.begin()); },
+                          {"libmerge::merge (checked)", "[a_first, a_last) is not sorted", "element 41 comes before "
+                                                                                            "element 40"});
+  expect_invalid_argument(
+      [&] {
+        lm::merge_by_key(checked, b.begin(), b.end(), a.begin(), a.end(), b.begin(), a.begin(), out.begin(),
+                         vals.begin());
+      },
+      {"libmerge::merge_by_key (checked)", "[b_keys_first, b_keys_last)", "element 41"});
+  expect_invalid_argument(
+      [&] { lm::sorted_search<bounds::lower>(checked, b.begin(), b.end(), a.begin(), a.end(), lower.begin()); },
+      {"libmerge::sorted_search (checked)", "[b_first, b_last)", "element 41"});
+  expect_invalid_argument(
+      [&] { lm::sorted_equality_count(checked, a.begin(), a.end(), b.begin(), b.end(), counts.begin()); },
+      {"libmerge::sorted_equality_count (checked)", "[a_first, a_last)"});
+  BOOST_TEST(untouched(out, -1));
+  BOOST_TEST(untouched(vals, -1));
+  BOOST_TEST(untouched(counts, -1));
+  BOOST_TEST(untouched(lower, std::int64_t(-1)));
+
+  std::swap(a[40], a[41]);  // sorted again: the checked call is the plain one
+  lm::merge(checked, a.begin(), a.end(), b.begin(), b.end(), out.begin());
+  check_same(out, test_support::reference_merge(a, b, lm::less<>{}), "checked merge of sorted inputs");
+  lm::sorted_search<bounds::lower>(checked, a.begin(), a.end(), b.begin(), b.end(), lower.begin());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    BOOST_TEST(lower[i] == std::lower_bound(b.begin(), b.end(), a[i]) - b.begin());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(checked_sorts_reject_comparators_that_are_no_ordering) {
+  const auto checked = lm::serial.checked();
+  const auto input = test_support::generate<std::int32_t>(5000, distribution::random, 77);
+  for (auto kind : {bad_comparator::less_equal, bad_comparator::random, bad_comparator::always_true}) {
+    BOOST_TEST_CONTEXT("comparator " << name(kind)) {
+      auto keys = input;
+      expect_invalid_argument(
+          [&] { lm::merge_sort(checked, keys.begin(), keys.end(), bad_comparator(kind, 5, 5000)); },
+          {"libmerge::merge_sort (checked)", "not a strict weak ordering", "[first, last) at positions"});
+      BOOST_TEST((keys == input), "keys changed by a rejected sort");
+      auto vals = iota_vector<std::int64_t>(keys.size());
+      expect_invalid_argument(
+          [&] { lm::merge_sort_by_key(checked, keys.begin(), keys.end(), vals.begin(), bad_comparator(kind, 5, 5000)); },
+          {"libmerge::merge_sort_by_key (checked)", "[keys_first, keys_last)"});
+      BOOST_TEST((vals == iota_vector<std::int64_t>(keys.size())), "values changed by a rejected sort");
+    }
+  }
+  // Everything equivalent is an ordering: accepted.
+  auto keys = input;
+  lm::merge_sort(checked, keys.begin(), keys.end(), bad_comparator(bad_comparator::always_false, 5, 5000));
+  BOOST_TEST((keys == input), "a stable sort under which all keys are equal keeps the input");
+  // NaN keys: plain < is no ordering (a NaN is equivalent to 1 and to 2, which
+  // are not equivalent); lm::less orders NaN last, and passes.
+  std::vector<double> d(2000);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = i % 3 == 1 ? std::nan("") : static_cast<double>(i % 17);
+  auto dk = d;
+  expect_invalid_argument(
+      [&] { lm::merge_sort(checked, dk.begin(), dk.end(), [](double x, double y) { return x < y; }); },
+      {"not a strict weak ordering", "neither before the other"});
+  lm::merge_sort(checked, dk.begin(), dk.end());
+  BOOST_TEST(std::isnan(dk.back()));
+  BOOST_TEST(!std::isnan(dk.front()));
+}

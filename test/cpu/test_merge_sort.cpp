@@ -324,3 +324,33 @@ BOOST_AUTO_TEST_CASE(bool_keys_and_values) {
     BOOST_TEST(std::equal(bkeys.get(), bkeys.get() + n, expected_keys.begin(), expected_keys.end()));
   }
 }
+
+// NaN keys under lm::less and lm::greater: a NaN orders after every number
+// (before, under greater), NaNs are equivalent, so the sort is stable over
+// them: the values' permutation is std::stable_sort's with the same
+// comparator. (Keys compare through the values: NaN != NaN.)
+BOOST_AUTO_TEST_CASE(nan_keys_sort_after_every_number) {
+  std::mt19937_64 rng(2025);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (std::int64_t n : {1, 2, 1000, 65537}) {
+    std::vector<double> input(static_cast<std::size_t>(n));
+    for (auto& x : input) x = rng() % 5 == 0 ? nan : static_cast<double>(rng() % 101) - 50.0;
+    input[0] = nan;
+    std::vector<std::int64_t> positions(input.size());
+    std::iota(positions.begin(), positions.end(), std::int64_t{0});
+    auto run = [&](auto comp, const char* name) {
+      auto keys = input;
+      auto vals = positions;
+      lm::merge_sort_by_key(lm::serial, keys.begin(), keys.end(), vals.begin(), comp);
+      check_same(vals, test_support::reference_permutation(input, comp), std::string("NaN keys, ") + name);
+      const auto first_nan = std::find_if(keys.begin(), keys.end(), [](double x) { return x != x; });
+      const auto numbers = std::count_if(input.begin(), input.end(), [](double x) { return x == x; });
+      BOOST_CHECK_MESSAGE(std::string(name) == "greater" || first_nan - keys.begin() == numbers,
+                          "n " << n << ": NaNs not after the numbers");
+    };
+    BOOST_TEST_CONTEXT("n " << n) {
+      run(lm::less<>(), "less");
+      run(lm::greater<>(), "greater");
+    }
+  }
+}

@@ -197,6 +197,25 @@ BOOST_AUTO_TEST_CASE(negative_int_keys_sort_before_positive_ones) {
   }
 }
 
+// NaN keys under lm::less: after every number and equivalent, so the team's
+// stable sort gives the serial permutation (test_merge_sort checks that one
+// against std::stable_sort).
+BOOST_AUTO_TEST_CASE(nan_keys_sort_after_every_number) {
+  std::mt19937_64 rng(2026);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> input(200001);
+  for (auto& x : input) x = rng() % 7 == 0 ? nan : static_cast<float>(rng() % 1001);
+  std::vector<std::int64_t> positions(input.size());
+  std::iota(positions.begin(), positions.end(), std::int64_t{0});
+  const auto perm = test_support::reference_permutation(input, lm::less<>{});
+  for_each_team([&](const auto& policy) {
+    auto keys = input;
+    auto vals = positions;
+    lm::merge_sort_by_key(policy, keys.begin(), keys.end(), vals.begin());
+    check_same(vals, perm, "merge_sort_by_key of float keys with NaNs");
+  });
+}
+
 // Custom lambdas with heavy ties, where only a stable sort gives the serial
 // result: int keys ordered by their low 4 bits, and an indirect sort of
 // positions by the keys they point to (a lambda capturing the key vector).

@@ -413,3 +413,45 @@ BOOST_AUTO_TEST_CASE(thrust_host_policies_are_drop_ins) {
   run(thrust::cpp::par, "thrust::cpp::par");
 }
 #endif
+
+// Checked calls on a team (lm::omp::par.threads(t).checked()): the same first
+// bad position as the serial check for every team size, a comparator's
+// exception passed on from the worker threads, and sorted inputs accepted.
+BOOST_AUTO_TEST_CASE(checked_calls_find_the_first_bad_position_on_every_team) {
+  std::vector<std::int64_t> a(300001), b(1000);
+  std::iota(a.begin(), a.end(), 0);
+  std::iota(b.begin(), b.end(), 5);
+  a[250000] = -1;  // the first descent: element 250000
+  a[280000] = -2;
+  std::vector<std::int64_t> out(a.size() + b.size(), -1);
+  for (int t : {1, 2, 3, 8}) {
+    BOOST_TEST_CONTEXT("threads " << t) {
+      const auto checked = lm::omp::par.threads(t).checked();
+      try {
+        lm::merge(checked, b.begin(), b.end(), a.begin(), a.end(), out.begin());
+        BOOST_ERROR("unsorted input accepted");
+      } catch (const std::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find("[b_first, b_last) is not sorted by the comparator: element 250000 ") !=
+                   std::string::npos, e.what());
+      }
+      BOOST_TEST(std::all_of(out.begin(), out.end(), [](std::int64_t x) { return x == -1; }));
+      auto keys = a;
+      try {
+        lm::merge_sort(checked, keys.begin(), keys.end(), [](std::int64_t x, std::int64_t y) { return x <= y; });
+        BOOST_ERROR("<= accepted");
+      } catch (const std::invalid_argument& e) {
+        BOOST_TEST(std::string(e.what()).find("comp(x, x) is true") != std::string::npos, e.what());
+      }
+      BOOST_TEST((keys == a));
+      // A throwing comparator reaches the caller.
+      BOOST_CHECK_THROW(lm::merge(checked, b.begin(), b.end(), b.begin(), b.end(), out.begin(),
+                                  [](std::int64_t, std::int64_t) -> bool { throw std::runtime_error("boom"); }),
+                        std::runtime_error);
+      // Sorted: accepted, and merged.
+      std::vector<std::int64_t> c(a.begin(), a.begin() + 250000);
+      std::vector<std::int64_t> merged(c.size() + b.size());
+      lm::merge(checked, c.begin(), c.end(), b.begin(), b.end(), merged.begin());
+      BOOST_TEST(std::is_sorted(merged.begin(), merged.end()));
+    }
+  }
+}

@@ -1,6 +1,9 @@
-// The element-size ladder: merge and merge_sort of elements of 1 to 1024
-// bytes (the CUDA backend's limit) with the tuned launch boxes, which shrink
-// for large elements, against the standard library. 4 and 8 KB elements are
+// The element-size ladder: every algorithm on elements of 1 to 1024 bytes
+// (the CUDA backend's limit) with the tuned launch boxes, which shrink for
+// large elements, against the standard library: merge and merge_sort of them
+// as keys, merge_by_key, merge_sort_by_key and merge_sort_indices with them
+// as values (or keys), dense and sparse sorted_search (lower and upper) and
+// sorted_equality_count with them as needles and haystack. 4 and 8 KB elements are
 // refused with std::invalid_argument (test_cuda_errors).
 #define BOOST_TEST_MODULE cuda_element_sizes
 #include <boost/test/included/unit_test.hpp>
@@ -8,8 +11,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_test_support.cuh"
@@ -72,6 +77,12 @@ T element(std::uint64_t bits, std::int32_t origin) {
   }
 }
 
+template <class T, class DA, class DB>
+void check_as_values(const std::vector<T>& keys, const std::vector<T>& a, const std::vector<T>& b, DA& da, DB& db,
+                     const std::string& what);
+template <class T, class DB>
+void check_search(const std::vector<T>& a, const std::vector<T>& b, DB& db, const std::string& what);
+
 template <class T>
 void check_size(long long n) {
   std::mt19937_64 rng(sizeof(T));
@@ -96,6 +107,91 @@ void check_size(long long n) {
   lm::merge(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), out.begin(), by_key());
   BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
   check_same(to_host(out), merged, what + ": merge");
+
+  // The same elements as values: merge_by_key, merge_sort_by_key and
+  // merge_sort_indices carry them (int32 keys) or sort them (int64 indices),
+  // where key and value together stay within the 1024-byte limit.
+  if constexpr (sizeof(T) + 8 <= 1024) check_as_values(keys, a, b, da, db, what);
+  check_search(a, b, db, what);
+}
+
+template <class T, class DA, class DB>
+void check_as_values(const std::vector<T>& keys, const std::vector<T>& a, const std::vector<T>& b, DA& da, DB& db,
+                     const std::string& what) {
+  std::vector<std::int32_t> ka(a.size()), kb(b.size()), ks(keys.size());
+  for (std::size_t i = 0; i < a.size(); ++i) ka[i] = static_cast<std::int32_t>(i / 3);
+  for (std::size_t i = 0; i < b.size(); ++i) kb[i] = static_cast<std::int32_t>(i / 5);
+  for (std::size_t i = 0; i < keys.size(); ++i) ks[i] = static_cast<std::int32_t>((i * 7919) % 1009);
+  {
+    std::vector<std::pair<std::int32_t, T>> pa, pb, pm(keys.size());
+    for (std::size_t i = 0; i < a.size(); ++i) pa.push_back({ka[i], a[i]});
+    for (std::size_t i = 0; i < b.size(); ++i) pb.push_back({kb[i], b[i]});
+    auto first_less = [](const auto& x, const auto& y) { return x.first < y.first; };
+    std::merge(pa.begin(), pa.end(), pb.begin(), pb.end(), pm.begin(), first_less);
+    std::vector<T> want(keys.size());
+    for (std::size_t i = 0; i < pm.size(); ++i) want[i] = pm[i].second;
+    auto dka = to_device(ka), dkb = to_device(kb);
+    thrust::device_vector<std::int32_t> kout(keys.size());
+    thrust::device_vector<T> vout(keys.size());
+    lm::merge_by_key(lm::cuda::par, dka.begin(), dka.end(), dkb.begin(), dkb.end(), da.begin(), db.begin(),
+                     kout.begin(), vout.begin());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(vout), want, what + ": merge_by_key values");
+
+    std::vector<std::pair<std::int32_t, T>> ps;
+    for (std::size_t i = 0; i < keys.size(); ++i) ps.push_back({ks[i], keys[i]});
+    std::stable_sort(ps.begin(), ps.end(), first_less);
+    for (std::size_t i = 0; i < ps.size(); ++i) want[i] = ps[i].second;
+    auto dks = to_device(ks);
+    auto dv = to_device(keys);
+    lm::merge_sort_by_key(lm::cuda::par, dks.begin(), dks.end(), dv.begin());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(dv), want, what + ": merge_sort_by_key values");
+  }
+  {
+    // merge_sort_indices of these keys: the original positions of the
+    // stable order.
+    std::vector<std::int64_t> want(keys.size());
+    std::iota(want.begin(), want.end(), std::int64_t(0));
+    std::stable_sort(want.begin(), want.end(), [&](std::int64_t x, std::int64_t y) {
+      return by_key()(keys[static_cast<std::size_t>(x)], keys[static_cast<std::size_t>(y)]);
+    });
+    auto dk = to_device(keys);
+    thrust::device_vector<std::int64_t> idx(keys.size());
+    lm::merge_sort_indices(lm::cuda::par, dk.begin(), dk.end(), idx.begin(), by_key());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(idx), want, what + ": merge_sort_indices");
+  }
+}
+
+// Sorted search of these elements as keys, dense (needles as many as the
+// haystack) and sparse (a needle every 64), and the equality count.
+template <class T, class DB>
+void check_search(const std::vector<T>& a, const std::vector<T>& b, DB& db, const std::string& what) {
+  for (std::size_t every : {std::size_t(1), std::size_t(64)}) {
+    std::vector<T> needles;
+    for (std::size_t i = 0; i < a.size(); i += every) needles.push_back(a[i]);
+    std::vector<std::int64_t> lower(needles.size()), upper(needles.size()), count(needles.size());
+    for (std::size_t i = 0; i < needles.size(); ++i) {
+      lower[i] = std::lower_bound(b.begin(), b.end(), needles[i], by_key()) - b.begin();
+      upper[i] = std::upper_bound(b.begin(), b.end(), needles[i], by_key()) - b.begin();
+      count[i] = upper[i] - lower[i];
+    }
+    const std::string how = what + (every == 1 ? ", dense" : ", sparse");
+    auto dn = to_device(needles);
+    thrust::device_vector<std::int64_t> got(needles.size());
+    lm::sorted_search<lm::bounds::lower>(lm::cuda::par, dn.begin(), dn.end(), db.begin(), db.end(), got.begin(),
+                                         by_key());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(got), lower, how + ": sorted_search lower");
+    lm::sorted_search<lm::bounds::upper>(lm::cuda::par, dn.begin(), dn.end(), db.begin(), db.end(), got.begin(),
+                                         by_key());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(got), upper, how + ": sorted_search upper");
+    lm::sorted_equality_count(lm::cuda::par, dn.begin(), dn.end(), db.begin(), db.end(), got.begin(), by_key());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(got), count, how + ": sorted_equality_count");
+  }
 }
 
 }  // namespace

@@ -4,11 +4,17 @@
 #include <boost/test/included/unit_test.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <thrust/copy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/reverse_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include "cuda_test_support.cuh"
 #include "test_support.hpp"
@@ -77,6 +83,133 @@ BOOST_AUTO_TEST_CASE(host_pointers_are_rejected) {
   check_same(to_host(dout), std::vector<int>(1700, -1), "output untouched after the errors");
   check_same(to_host(dvals), std::vector<int>(1700, -1), "values untouched after the errors");
   check_same(hout, std::vector<int>(1700, -1), "host output untouched");
+}
+
+namespace {
+struct twice {
+  LIBMERGE_HOST_DEVICE int operator()(int x) const { return 2 * x; }
+};
+}  // namespace
+
+// Fancy iterators over host memory: the memory under the adaptor is checked
+// like a pointer (it would fault inside the kernel), while adaptors over
+// device memory or over no memory at all (counting_iterator) still work.
+BOOST_AUTO_TEST_CASE(fancy_iterators_over_host_memory_are_rejected) {
+  std::vector<int> ha = iota_vector(1000, 2), hb = iota_vector(700, 3);
+  auto da = to_device(ha), db = to_device(hb);
+  thrust::device_vector<int> dout(1700, -1);
+  thrust::device_vector<long long> idx(1000, -1);
+  const auto host_twice = thrust::make_transform_iterator(ha.data(), twice());
+  expect_error<std::invalid_argument>(
+      [&] { lm::merge(lm::cuda::par, host_twice, host_twice + 1000, db.begin(), db.end(), dout.begin()); },
+      {"libmerge::merge", "a_first", "iterator", "host memory"});
+  const auto host_vector_twice = thrust::make_transform_iterator(hb.begin(), twice());
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::merge(lm::cuda::par, da.begin(), da.end(), host_vector_twice, host_vector_twice + 700, dout.begin());
+      },
+      {"b_first", "host memory"});
+  const auto host_reversed = thrust::make_reverse_iterator(thrust::make_transform_iterator(hb.data() + 700, twice()));
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::sorted_search<lm::bounds::lower>(lm::cuda::par, da.begin(), da.end(), host_reversed, host_reversed + 700,
+                                             idx.begin(), lm::greater<>());
+      },
+      {"libmerge::sorted_search", "b_first", "host memory"});
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::sorted_equality_count(lm::cuda::par, host_twice, host_twice + 1000, db.begin(), db.end(), idx.begin());
+      },
+      {"libmerge::sorted_equality_count", "a_first", "host memory"});
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(dout), std::vector<int>(1700, -1), "output untouched after the errors");
+
+  // Over device memory and over numbers: accepted, and right.
+  const auto dev_twice = thrust::make_transform_iterator(da.begin(), twice());
+  const auto numbers = thrust::make_counting_iterator(0);
+  lm::merge(lm::cuda::par, dev_twice, dev_twice + 1000, numbers, numbers + 700, dout.begin());
+  std::vector<int> a2(1000), n700(700), want(1700);
+  for (int i = 0; i < 1000; ++i) a2[static_cast<std::size_t>(i)] = 2 * ha[static_cast<std::size_t>(i)];
+  for (int i = 0; i < 700; ++i) n700[static_cast<std::size_t>(i)] = i;
+  std::merge(a2.begin(), a2.end(), n700.begin(), n700.end(), want.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(dout), want, "transform over device memory merged with a counting_iterator");
+}
+
+// An output that shares memory with an input (or another output) is
+// rejected by name before anything runs; the data stays as it was.
+BOOST_AUTO_TEST_CASE(outputs_overlapping_inputs_are_rejected) {
+  std::vector<int> ha = iota_vector(1000, 2), hb = iota_vector(700, 3);
+  thrust::device_vector<int> both(3400, -1);
+  thrust::copy(ha.begin(), ha.end(), both.begin());
+  thrust::copy(hb.begin(), hb.end(), both.begin() + 1000);
+  int* a = thrust::raw_pointer_cast(both.data());
+  int* b = a + 1000;
+  int* free_space = a + 1700;  // 1700 ints nobody reads
+  const auto before = to_host(both);
+  expect_error<std::invalid_argument>([&] { lm::merge(lm::cuda::par, a, a + 1000, b, b + 700, a); },
+                                      {"libmerge::merge", "out overlaps a_first"});
+  expect_error<std::invalid_argument>([&] { lm::merge(lm::cuda::par, a, a + 1000, b, b + 700, b - 5); },
+                                      {"out overlaps"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::merge_by_key(lm::cuda::par, a, a + 10, b, b + 10, a, b, free_space, free_space + 19); },
+      {"libmerge::merge_by_key", "keys_out overlaps vals_out"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::merge_sort_by_key(lm::cuda::par, a, a + 1000, a + 999); },
+      {"libmerge::merge_sort_by_key", "keys_first overlaps values_first"});
+  thrust::device_vector<long long> idx(1000);
+  long long* as_long = reinterpret_cast<long long*>(a);
+  expect_error<std::invalid_argument>(
+      [&] { lm::sorted_search<lm::bounds::lower>(lm::cuda::par, a, a + 1000, b, b + 700, as_long + 100); },
+      {"libmerge::sorted_search", "a_out overlaps"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::sorted_equality_count(lm::cuda::par, a, a + 1000, b, b + 700, a); },
+      {"libmerge::sorted_equality_count", "counts_out overlaps a_first"});
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(both), before, "data untouched after the errors");
+  // Adjacent, not overlapping: fine.
+  lm::merge(lm::cuda::par, a, a + 1000, b, b + 700, free_space);
+  std::vector<int> want(1700);
+  std::merge(ha.begin(), ha.end(), hb.begin(), hb.end(), want.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  const auto after = to_host(both);
+  check_same(std::vector<int>(after.begin() + 1700, after.end()), want, "merge into the memory after the inputs");
+}
+
+// A stream of another device: a clear error before anything runs (the call's
+// pointer checks and launches use the current device). Needs two GPUs.
+BOOST_AUTO_TEST_CASE(a_stream_of_another_device_is_rejected) {
+  int devices = 0;
+  BOOST_REQUIRE_EQUAL(cudaGetDeviceCount(&devices), cudaSuccess);
+  if (devices < 2) {
+    BOOST_TEST_MESSAGE("one GPU: skipped");
+    return;
+  }
+  BOOST_REQUIRE_EQUAL(cudaSetDevice(1), cudaSuccess);
+  cudaStream_t other = nullptr;
+  BOOST_REQUIRE_EQUAL(cudaStreamCreate(&other), cudaSuccess);
+  BOOST_REQUIRE_EQUAL(cudaSetDevice(0), cudaSuccess);
+  std::vector<int> ha = iota_vector(1000, 2), hb = iota_vector(700, 3);
+  auto da = to_device(ha), db = to_device(hb);
+  thrust::device_vector<int> dout(1700, -1);
+  thrust::device_vector<long long> idx(1000, -1);
+  expect_error<std::invalid_argument>(
+      [&] { lm::merge(lm::cuda::par.on(other), da.begin(), da.end(), db.begin(), db.end(), dout.begin()); },
+      {"libmerge::merge", "stream belongs to device 1", "current device 0"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::merge_sort(lm::cuda::par.on(other), da.begin(), da.end()); }, {"libmerge::merge_sort", "device 1"});
+  expect_error<std::invalid_argument>(
+      [&] {
+        lm::sorted_search<lm::bounds::lower>(lm::cuda::par.on(other), da.begin(), da.end(), db.begin(), db.end(),
+                                             idx.begin());
+      },
+      {"libmerge::sorted_search", "device 1"});
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(da), ha, "keys untouched");
+  check_same(to_host(dout), std::vector<int>(1700, -1), "output untouched");
+  BOOST_REQUIRE_EQUAL(cudaSetDevice(1), cudaSuccess);
+  cudaStreamDestroy(other);
+  BOOST_REQUIRE_EQUAL(cudaSetDevice(0), cudaSuccess);
 }
 
 // Memory the GPU can reach is accepted: managed memory and mapped pinned host memory.
@@ -428,4 +561,80 @@ BOOST_AUTO_TEST_CASE(sorted_search_allocation_failure_leaves_outputs_intact) {
   check_same(to_host(oa), std::vector<std::uint32_t>(5000, 7u), "a_out untouched");
   check_same(to_host(ob), std::vector<std::uint32_t>(4000, 7u), "b_out untouched");
   check_same(to_host(counts), std::vector<long long>(5000, -1), "counts untouched");
+}
+
+namespace {
+struct coin_comparator {
+  LIBMERGE_HOST_DEVICE bool operator()(int a, int b) const {
+    return ((static_cast<unsigned>(a) * 2654435761u ^ static_cast<unsigned>(b) * 40503u) >> 7) & 1u;
+  }
+};
+}  // namespace
+
+// lm::cuda::par.checked(): unsorted inputs and comparators that are no
+// ordering are rejected before anything runs, naming the input and the first
+// bad position (the scans on the GPU, on the call's stream); sorted inputs
+// and good comparators give the unchecked results.
+BOOST_AUTO_TEST_CASE(checked_calls_on_the_gpu) {
+  const auto checked = lm::cuda::par.checked();
+  std::vector<int> ha = iota_vector(300000, 2), hb = iota_vector(70001, 3);
+  ha[123456] = -5;  // the first descent of A: element 123456
+  auto da = to_device(ha), db = to_device(hb);
+  thrust::device_vector<int> out(ha.size() + hb.size(), -1);
+  thrust::device_vector<long long> lower(ha.size(), -1);
+  expect_error<std::invalid_argument>(
+      [&] { lm::merge(checked, da.begin(), da.end(), db.begin(), db.end(), out.begin()); },
+      {"libmerge::merge (checked)", "[a_first, a_last) is not sorted", "element 123456 comes before element 123455"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::sorted_search<lm::bounds::lower>(checked, db.begin(), db.end(), da.begin(), da.end(), lower.begin()); },
+      {"libmerge::sorted_search (checked)", "[b_first, b_last)", "element 123456"});
+  auto keys = to_device(ha);
+  expect_error<std::invalid_argument>(
+      [&] { lm::merge_sort(checked, keys.begin(), keys.end(), coin_comparator()); },
+      {"libmerge::merge_sort (checked)", "not a strict weak ordering", "positions"});
+  expect_error<std::invalid_argument>(
+      [&] { lm::merge(checked, ha.data(), ha.data() + 10, db.begin(), db.end(), out.begin()); },
+      {"a_first", "host memory"});
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(keys), ha, "keys untouched by a rejected sort");
+  check_same(to_host(out), std::vector<int>(ha.size() + hb.size(), -1), "output untouched");
+
+  ha[123456] = 2 * 123456;  // sorted again
+  da = to_device(ha);
+  lm::merge(checked, da.begin(), da.end(), db.begin(), db.end(), out.begin());
+  std::vector<int> want(ha.size() + hb.size());
+  std::merge(ha.begin(), ha.end(), hb.begin(), hb.end(), want.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  check_same(to_host(out), want, "checked merge of sorted inputs");
+  std::vector<float> f(100000);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = i % 5 == 0 ? std::nanf("") : static_cast<float>((i * 7919) % 1000);
+  auto df = to_device(f);
+  lm::merge_sort(lm::cuda::par.checked(), df.begin(), df.end());  // lm::less orders NaN: accepted
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  const auto sorted = to_host(df);
+  BOOST_CHECK(std::isnan(sorted.back()) && !std::isnan(sorted.front()));
+  BOOST_CHECK(std::is_sorted(sorted.begin(), sorted.begin() + 80000));
+}
+
+// The temporary-storage pool belongs to the device's context: after
+// cudaDeviceReset (which destroys that context and its pools) a call gets a
+// new pool instead of a dangling handle. Last in this file: the reset frees
+// every allocation of the process.
+BOOST_AUTO_TEST_CASE(the_memory_pool_survives_a_device_reset) {
+  std::vector<int> keys = iota_vector(300000, -7);
+  std::reverse(keys.begin(), keys.end());
+  std::vector<int> want = keys;
+  std::sort(want.begin(), want.end());
+  for (int round = 0; round < 2; ++round) {
+    {
+      auto d = to_device(keys);
+      lm::merge_sort(lm::cuda::par, d.begin(), d.end());
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+      check_same(to_host(d), want, round == 0 ? "before the reset" : "after the reset");
+      thrust::device_vector<int> out(want.size() * 2);
+      lm::merge(lm::cuda::par, d.begin(), d.end(), d.begin(), d.end(), out.begin());
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    }
+    if (round == 0) BOOST_REQUIRE_EQUAL(cudaDeviceReset(), cudaSuccess);
+  }
 }

@@ -15,14 +15,17 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include <thrust/copy.h>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/discard_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <thrust/sequence.h>
 
 #include "cuda_test_support.cuh"
 #include "test_support.hpp"
@@ -482,4 +485,163 @@ BOOST_AUTO_TEST_CASE(no_merge_kernel_spills_at_the_tuned_boxes) {
   for_types(std::int32_t{}, char{}, "merge int32");
   for_types(std::int32_t{}, std::int32_t{}, "merge_by_key int32/int32");
   for_types(std::int64_t{}, char{}, "merge int64");
+}
+
+namespace {
+// Comparators that are no strict weak ordering (as the CPU tests' kinds).
+struct bad_comp {
+  int kind;  // 0 coin flip, 1 <=, 2 always true, 3 always false
+  LIBMERGE_HOST_DEVICE bool operator()(std::int32_t a, std::int32_t b) const {
+    switch (kind) {
+      case 0:
+        return ((static_cast<std::uint32_t>(a) * 2654435761u ^ static_cast<std::uint32_t>(b) * 40503u) >> 7) & 1u;
+      case 1:
+        return a <= b;
+      case 2:
+        return true;
+      default:
+        return false;
+    }
+  }
+};
+}  // namespace
+
+// merge and merge_by_key on unsorted inputs, with lm::less and with
+// comparators that are no ordering (the CPU backends' test_arguments cases):
+// each returns its documented end iterators, leaves no CUDA error, reads and
+// writes nothing out of range (compute-sanitizer), and writes only elements
+// of its inputs (keys of A or B, values of their value ranges).
+BOOST_AUTO_TEST_CASE(unsorted_input_and_bad_comparators_merge) {
+  std::mt19937_64 g(31);
+  for (long long na : {0LL, 1LL, 17LL, 1000LL, 100003LL}) {
+    for (long long nb : {0LL, 3LL, 70001LL}) {
+      std::vector<std::int32_t> a(static_cast<std::size_t>(na)), b(static_cast<std::size_t>(nb));
+      for (auto& x : a) x = static_cast<std::int32_t>(g() % 50);         // unsorted, few distinct
+      for (auto& x : b) x = static_cast<std::int32_t>(g() % 100000) + 50;  // unsorted, apart from A's
+      const long long n = na + nb;
+      auto da = to_device(a), db = to_device(b);
+      thrust::device_vector<std::int32_t> av(static_cast<std::size_t>(na)), bv(static_cast<std::size_t>(nb));
+      thrust::sequence(av.begin(), av.end(), 0);
+      thrust::sequence(bv.begin(), bv.end(), static_cast<std::int32_t>(na));
+      thrust::device_vector<std::int32_t> out(static_cast<std::size_t>(n)), vals(static_cast<std::size_t>(n));
+      std::vector<std::int32_t> keys_in(a);
+      keys_in.insert(keys_in.end(), b.begin(), b.end());
+      std::sort(keys_in.begin(), keys_in.end());
+      for (int kind = -1; kind < 4; ++kind) {
+        BOOST_TEST_CONTEXT("|A| " << na << " |B| " << nb << " comparator " << kind) {
+          thrust::fill(out.begin(), out.end(), -1);
+          thrust::fill(vals.begin(), vals.end(), -1);
+          if (kind < 0) {
+            auto end = lm::merge(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), out.begin());
+            BOOST_CHECK(end == out.end());
+          } else {
+            auto ends = lm::merge_by_key(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), av.begin(),
+                                         bv.begin(), out.begin(), vals.begin(), bad_comp{kind});
+            BOOST_CHECK(ends.first == out.end());
+            BOOST_CHECK(ends.second == vals.end());
+          }
+          BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+          const auto k = to_host(out);
+          const auto v = to_host(vals);
+          for (std::size_t i = 0; i < k.size(); ++i) {
+            if (!std::binary_search(keys_in.begin(), keys_in.end(), k[i])) {
+              BOOST_FAIL("output key " << i << " = " << k[i] << " is no input key");
+            }
+            if (kind >= 0 && (v[i] < 0 || v[i] >= n)) BOOST_FAIL("output value " << i << " = " << v[i] << " out of range");
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every asynchronous form captures into a CUDA graph (stream capture): merge,
+// merge_by_key, the sorts (the one-kernel class and the multi-pass class)
+// and sorted_search's counts form, with temporary storage as the graph's
+// own allocations; the graph, replayed on new data in the same buffers,
+// gives what direct calls give. (The form of sorted_search that returns the
+// counts waits for its stream, which capture does not allow.)
+BOOST_AUTO_TEST_CASE(calls_capture_into_a_cuda_graph) {
+  std::mt19937_64 g(32);
+  cudaStream_t s = nullptr;
+  BOOST_REQUIRE_EQUAL(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  const auto par = lm::cuda::par.on(s);
+  for (long long n : {1000LL, 3000001LL}) {
+    BOOST_TEST_CONTEXT("n " << n) {
+      auto make = [&] {
+        std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+        for (auto& x : v) x = static_cast<std::int32_t>(g() % 1000003);
+        return v;
+      };
+      thrust::device_vector<std::int32_t> keys(static_cast<std::size_t>(n)), vals(static_cast<std::size_t>(n));
+      thrust::device_vector<std::int32_t> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n));
+      thrust::device_vector<std::int32_t> out(static_cast<std::size_t>(2 * n)), out_vals(static_cast<std::size_t>(2 * n));
+      thrust::device_vector<long long> lower(static_cast<std::size_t>(n));
+      thrust::device_vector<lm::match_counts> counts(1);
+      thrust::device_vector<bool> b_match(static_cast<std::size_t>(n));
+      auto calls = [&] {
+        lm::merge_sort_by_key(par, keys.begin(), keys.end(), vals.begin());
+        lm::merge(par, a.begin(), a.end(), b.begin(), b.end(), out.begin());
+        lm::merge_by_key(par, a.begin(), a.end(), b.begin(), b.end(), b.begin(), a.begin(), out.begin(),
+                         out_vals.begin());
+        lm::sorted_search<lm::bounds::lower, lm::search_type::index, lm::search_type::match>(
+            par, a.begin(), a.end(), b.begin(), b.end(), lower.begin(), b_match.begin(),
+            thrust::raw_pointer_cast(counts.data()));
+      };
+      auto load = [&](const std::vector<std::int32_t>& k, std::vector<std::int32_t> x, std::vector<std::int32_t> y) {
+        std::sort(x.begin(), x.end());
+        std::sort(y.begin(), y.end());
+        thrust::copy(k.begin(), k.end(), keys.begin());
+        thrust::sequence(vals.begin(), vals.end(), 0);
+        thrust::copy(x.begin(), x.end(), a.begin());
+        thrust::copy(y.begin(), y.end(), b.begin());
+      };
+      auto results = [&] {
+        BOOST_REQUIRE_EQUAL(cudaStreamSynchronize(s), cudaSuccess);
+        return std::make_tuple(to_host(keys), to_host(vals), to_host(out), to_host(out_vals), to_host(lower),
+                               lm::match_counts(counts[0]));
+      };
+      // Direct calls (also the first use of every kernel and of the pool,
+      // outside the capture).
+      const auto k1 = make(), x1 = make(), y1 = make(), k2 = make(), x2 = make(), y2 = make();
+      load(k1, x1, y1);
+      calls();
+      const auto want1 = results();
+      load(k2, x2, y2);
+      calls();
+      const auto want2 = results();
+      // The direct calls against the standard library (the sort, the merge).
+      std::vector<std::int32_t> sorted2 = k2, merged2(static_cast<std::size_t>(2 * n)), xs = x2, ys = y2;
+      std::sort(sorted2.begin(), sorted2.end());
+      std::sort(xs.begin(), xs.end());
+      std::sort(ys.begin(), ys.end());
+      std::merge(xs.begin(), xs.end(), ys.begin(), ys.end(), merged2.begin());
+      BOOST_REQUIRE(std::get<0>(want2) == sorted2);
+      BOOST_REQUIRE(std::get<2>(want2) == merged2);
+
+      cudaGraph_t graph = nullptr;
+      BOOST_REQUIRE_EQUAL(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+      calls();
+      BOOST_REQUIRE_EQUAL(cudaStreamEndCapture(s, &graph), cudaSuccess);
+      cudaGraphExec_t exec = nullptr;
+      BOOST_REQUIRE_EQUAL(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      load(k1, x1, y1);
+      BOOST_REQUIRE_EQUAL(cudaGraphLaunch(exec, s), cudaSuccess);
+      const auto got1 = results();
+      load(k2, x2, y2);
+      BOOST_REQUIRE_EQUAL(cudaGraphLaunch(exec, s), cudaSuccess);
+      const auto got2 = results();
+      BOOST_CHECK(std::get<0>(got1) == std::get<0>(want1) && std::get<1>(got1) == std::get<1>(want1));
+      BOOST_CHECK(std::get<2>(got1) == std::get<2>(want1) && std::get<3>(got1) == std::get<3>(want1));
+      BOOST_CHECK(std::get<4>(got1) == std::get<4>(want1));
+      BOOST_CHECK_EQUAL(std::get<5>(got1).b, std::get<5>(want1).b);
+      BOOST_CHECK(std::get<0>(got2) == std::get<0>(want2) && std::get<1>(got2) == std::get<1>(want2));
+      BOOST_CHECK(std::get<2>(got2) == std::get<2>(want2) && std::get<3>(got2) == std::get<3>(want2));
+      BOOST_CHECK(std::get<4>(got2) == std::get<4>(want2));
+      BOOST_CHECK_EQUAL(std::get<5>(got2).b, std::get<5>(want2).b);
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+    }
+  }
+  cudaStreamDestroy(s);
 }

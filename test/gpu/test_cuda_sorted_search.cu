@@ -325,7 +325,8 @@ search_tuning tuned_search() {
   const int line = cb::line_for<cb::search_table<TA, TB>>(cb::current_device("test").cc);
   const auto& l = lm::tuning::search[line < 0 ? std::size(lm::tuning::search) - 1 : static_cast<std::size_t>(line)];
   const std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
-  return {static_cast<long long>(l.nt) * lm::tuning::scale_vt(l.vt, 4, elem),
+  const int vt = lm::tuning::scale_vt(l.vt, 4, elem);
+  return {static_cast<long long>(cb::search_table<TA, TB>::nt(l.nt, vt)) * vt,
           static_cast<long long>(l.needle_nt) * l.needle_vt, l.sparse_ratio, l.quaternary_below};
 }
 

@@ -1,0 +1,105 @@
+// The scans of a checked call (libmerge/detail/checked.hpp) on the GPU, on
+// the call's stream: one kernel that reads the input once for its first
+// descent, and Thrust's find_if over the comparator's samples. Both wait for
+// their answer; a checked call is synchronous up to the check.
+#pragma once
+
+#include <algorithm>
+#include <type_traits>
+
+#include <thrust/find.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/system/cuda/execution_policy.h>
+#include <thrust/system_error.h>
+
+#include "../../libmerge/detail/checked.hpp"
+#include "../../libmerge/detail/dispatch.hpp"
+#include "device.cuh"
+#include "error.hpp"
+#include "iterators.cuh"
+#include "launch.cuh"
+#include "memory.cuh"
+
+namespace libmerge::detail {
+
+namespace cuda_backend {
+// The first i in [1, n) with first[i] before first[i - 1], into *at (which
+// starts at the largest value): a grid-stride pass, each thread up to its first descent.
+// One read of the input; Thrust's is_sorted_until took 29 ms for 2^27 int32
+// keys where this takes a fraction of a millisecond (H100: a chunked find_if,
+// a launch and a wait a chunk, and a cudaMalloc).
+template <class It, class Comp>
+__global__ void __launch_bounds__(256) first_descent_kernel(It first, index_t n, Comp comp, unsigned long long* at) {
+  const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x + 1; i < n; i += stride) {
+    if (comp(first[i], first[i - 1])) {
+      atomicMin(at, static_cast<unsigned long long>(i));
+      return;
+    }
+  }
+}
+
+template <class It, class Comp>
+struct breaks_ordering {
+  It first;
+  index_t n;
+  Comp comp;
+  __host__ __device__ bool operator()(index_t j) const {
+    Comp c = comp;
+    return comparator_violation(first, n, j, c) != 0;
+  }
+};
+}  // namespace cuda_backend
+
+template <>
+struct backend_impl<algo::precondition, backend::cuda> {
+  static constexpr bool available = true;
+
+  template <class Policy, class It, class Comp>
+  static index_t sorted_until(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm,
+                              const char* name) {
+    using namespace cuda_backend;
+    const auto d = on_device(policy, first, n, algorithm, name);
+    const device_info& dev = current_device(algorithm);
+    const cudaStream_t stream = policy.stream();
+    temporary_storage<typename Policy::allocator_type> at(policy.allocator(), stream, sizeof(unsigned long long),
+                                                          algorithm);
+    unsigned long long* d_at = at.template as<unsigned long long>();
+    check_cuda(cudaMemsetAsync(d_at, 0xff, sizeof(unsigned long long), stream), algorithm,
+               "cudaMemsetAsync (the checked call's scan)");
+    const index_t blocks = std::min<index_t>((n + 255) / 256, static_cast<index_t>(dev.sms) * 8);
+    launch_with(nullptr, first_descent_kernel<std::decay_t<decltype(d)>, Comp>, blocks, 256, 0, stream, algorithm,
+                "launch of the checked call's sortedness scan", d, n, comp, d_at);
+    unsigned long long until = 0;
+    check_cuda(cudaMemcpyAsync(&until, d_at, sizeof until, cudaMemcpyDeviceToHost, stream), algorithm,
+               "cudaMemcpyAsync (the checked call's scan)");
+    check_cuda(cudaStreamSynchronize(stream), algorithm, "waiting for the checked call's scan");
+    return until < static_cast<unsigned long long>(n) ? static_cast<index_t>(until) : n;
+  }
+
+  template <class Policy, class It, class Comp>
+  static index_t bad_sample(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm,
+                            const char* name) {
+    const auto d = on_device(policy, first, n, algorithm, name);
+    const index_t m = sample_count(n);
+    const thrust::counting_iterator<index_t> samples(0);
+    try {
+      const index_t j = *thrust::find_if(thrust::cuda::par.on(policy.stream()), samples, samples + m,
+                                         cuda_backend::breaks_ordering<decltype(d), Comp>{d, n, comp});
+      return j < m ? j : -1;
+    } catch (const thrust::system_error& e) {
+      throw cuda_error(static_cast<cudaError_t>(e.code().value()), algorithm, "the checked call's comparator scan");
+    }
+  }
+
+ private:
+  // The input as the scan's kernel reads it, checked like the algorithm's own
+  // arguments (the scan runs first).
+  template <class Policy, class It>
+  static auto on_device(const Policy& policy, It first, index_t n, const char* algorithm, const char* name) {
+    const cuda_backend::device_info& dev = cuda_backend::current_device(algorithm, policy.stream());
+    return cuda_backend::to_device(first, n, dev, algorithm, name);
+  }
+};
+
+}  // namespace libmerge::detail

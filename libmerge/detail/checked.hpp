@@ -1,0 +1,146 @@
+// Checked calls (lm::serial.checked(), lm::omp::par.checked(),
+// lm::cuda::par.checked()): before the algorithm runs, the preconditions it
+// would otherwise take on trust are verified, and a violation is an
+// std::invalid_argument naming the input and the first bad position, with
+// nothing written. No peer library offers this.
+//
+//   merge, merge_by_key, sorted_search, sorted_equality_count
+//       both inputs sorted by the comparator: one read of each
+//       (backend_impl<algo::precondition, B>::sorted_until)
+//   merge_sort, by_key, indices
+//       the comparator a strict weak ordering on a sample of the keys:
+//       irreflexive, asymmetric, transitive, and equivalence transitive over
+//       every ordering of each three consecutive samples (bad_sample); a
+//       comparator that flips coins, <=, or < over keys with NaNs fails here
+//
+// The front-ends call these (checked_* below); each backend implements the
+// two scans, the CUDA one with Thrust on the call's stream (a checked call
+// waits for it: the answer decides whether the algorithm runs).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "config.hpp"
+#include "dispatch.hpp"
+
+namespace libmerge {
+
+// A policy whose calls check their preconditions first. It is the policy it
+// wraps in every other way (its backend, stream, boxes); set .checked() last:
+// the wrapped policy's own modifiers return an unchecked policy.
+template <class Policy>
+struct checked_policy : Policy {
+  constexpr explicit checked_policy(const Policy& p) : Policy(p) {}
+};
+
+namespace detail {
+
+template <class P>
+struct is_checked : std::false_type {};
+template <class P>
+struct is_checked<checked_policy<P>> : std::true_type {};
+template <class P>
+inline constexpr bool is_checked_v = is_checked<std::decay_t<P>>::value;
+
+// Keys the comparator check samples (evenly spaced over the input).
+inline constexpr index_t comparator_samples = 1024;
+
+LIBMERGE_HOST_DEVICE inline index_t sample_count(index_t n) { return n < comparator_samples ? n : comparator_samples; }
+LIBMERGE_HOST_DEVICE inline index_t sample_position(index_t j, index_t n) {
+  return j * (n / sample_count(n)) + (j < n % sample_count(n) ? j : n % sample_count(n));
+}
+
+// 0 when the comparator behaves as a strict weak ordering on the keys at
+// samples j, j + 1 and j + 2 (cyclically); else what it broke:
+// 1 irreflexivity, 2 asymmetry, 3 transitivity, 4 transitivity of equivalence.
+template <class It, class Comp>
+LIBMERGE_HOST_DEVICE int comparator_violation(It first, index_t n, index_t j, Comp& comp) {
+  const index_t m = sample_count(n);
+  const auto x = first[sample_position(j, n)];
+  const auto y = first[sample_position((j + 1) % m, n)];
+  const auto z = first[sample_position((j + 2) % m, n)];
+  if (comp(x, x)) return 1;
+  if (comp(x, y) && comp(y, x)) return 2;
+  auto equivalent = [&](const auto& a, const auto& b) { return !comp(a, b) && !comp(b, a); };
+  auto triple = [&](const auto& a, const auto& b, const auto& c) {
+    if (comp(a, b) && comp(b, c) && !comp(a, c)) return 3;
+    if (equivalent(a, b) && equivalent(b, c) && !equivalent(a, c)) return 4;
+    return 0;
+  };
+  int v = triple(x, y, z);
+  if (v == 0) v = triple(x, z, y);
+  if (v == 0) v = triple(y, x, z);
+  if (v == 0) v = triple(y, z, x);
+  if (v == 0) v = triple(z, x, y);
+  if (v == 0) v = triple(z, y, x);
+  return v;
+}
+
+inline const char* violation_name(int v) {
+  switch (v) {
+    case 1:
+      return "comp(x, x) is true";
+    case 2:
+      return "comp(x, y) and comp(y, x) are both true";
+    case 3:
+      return "comp(x, y) and comp(y, z) but not comp(x, z)";
+    default:
+      return "x ~ y and y ~ z (neither before the other) but not x ~ z";
+  }
+}
+
+// Input [first, first + n) of a checked call must be sorted.
+template <class Policy, class It, class Comp>
+void checked_sorted(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm, const char* name) {
+  if (n < 2) return;
+  const index_t until = impl_for<algo::precondition, Policy>::sorted_until(policy, first, n, comp, algorithm, name);
+  if (until < n) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + " (checked): " + name +
+                                " is not sorted by the comparator: element " + std::to_string(until) +
+                                " comes before element " + std::to_string(until - 1));
+  }
+}
+
+// The keys of a checked sort: the comparator on a sample of them.
+template <class Policy, class It, class Comp>
+void checked_comparator(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm,
+                        const char* name) {
+  if (n < 1) return;
+  const index_t j = impl_for<algo::precondition, Policy>::bad_sample(policy, first, n, comp, algorithm, name);
+  if (j >= 0) {
+    const index_t m = sample_count(n);
+    int v = 0;
+    // Which rule: recomputed on the host where the keys are host memory; the
+    // backend reports the sample alone.
+    if constexpr (std::is_same_v<typename resolved_policy_t<Policy>::backend_tag, backend::serial> ||
+                  std::is_same_v<typename resolved_policy_t<Policy>::backend_tag, backend::omp>) {
+      v = comparator_violation(first, n, j, comp);
+    }
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + " (checked): the comparator is not a strict " +
+                                "weak ordering on the keys of " + name + " at positions " +
+                                std::to_string(sample_position(j, n)) + ", " +
+                                std::to_string(sample_position((j + 1) % m, n)) + " and " +
+                                std::to_string(sample_position((j + 2) % m, n)) +
+                                (v != 0 ? std::string(" (") + violation_name(v) + ")" : std::string()));
+  }
+}
+
+// What the front-ends call: nothing for an unchecked policy.
+template <class Policy, class AIt, class BIt, class Comp>
+void check_sorted_inputs(const Policy& policy, AIt a, index_t na, BIt b, index_t nb, const Comp& comp,
+                         const char* algorithm, const char* a_name, const char* b_name) {
+  if constexpr (is_checked_v<Policy>) {
+    checked_sorted(policy, a, na, comp, algorithm, a_name);
+    checked_sorted(policy, b, nb, comp, algorithm, b_name);
+  }
+}
+template <class Policy, class It, class Comp>
+void check_sort_comparator(const Policy& policy, It first, index_t n, const Comp& comp, const char* algorithm,
+                           const char* name) {
+  if constexpr (is_checked_v<Policy>) checked_comparator(policy, first, n, comp, algorithm, name);
+}
+
+}  // namespace detail
+}  // namespace libmerge
