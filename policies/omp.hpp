@@ -62,12 +62,18 @@ inline constexpr policy par{};
 
 // ---------------------------------------------------------------------------
 // Thrust's host policies, when Thrust's headers are on the include path (nvcc
-// always has them; for g++ add CUDA's include/cccl). Only the policy tags are
-// included, which compile with g++ alone. Define LIBMERGE_NO_THRUST_POLICIES
-// to leave Thrust out entirely.
-#if !defined(LIBMERGE_NO_THRUST_POLICIES) && __has_include(<thrust/system/omp/detail/par.h>)
-#include <thrust/system/cpp/detail/par.h>
-#include <thrust/system/omp/detail/par.h>
+// always has them; for g++ add CUDA's include/cccl). Only the policy tags'
+// base classes are included (what is_base_of below needs), which compile with
+// g++ alone: detail/execution_policy.h is in every CCCL from the toolkit's
+// 3.0 to the newest (3.6, where detail/par.h, included here before, is gone
+// and thrust::omp::par support silently disappeared). The public
+// execution_policy.h headers pull in every algorithm of the system. Define
+// LIBMERGE_NO_THRUST_POLICIES to leave Thrust out entirely.
+#if !defined(LIBMERGE_NO_THRUST_POLICIES) && __has_include(<thrust/system/omp/detail/execution_policy.h>)
+#include <thrust/detail/execute_with_allocator_fwd.h>
+#include <thrust/system/cpp/detail/execution_policy.h>
+#include <thrust/system/omp/detail/execution_policy.h>
+#include <thrust/system/tbb/detail/execution_policy.h>
 
 namespace libmerge::detail {
 

@@ -27,6 +27,16 @@
 
 #include "cpu_test_helpers.hpp"
 #include "omp_test_helpers.hpp"
+#if LIBMERGE_TEST_THRUST_POLICIES
+// thrust::omp::par and thrust::cpp::par themselves, where g++ can include
+// them: Thrust's public headers need CUDA's vector types, so the policy
+// objects' own headers (detail/par.h up to CCCL 3.5; from 3.6 the objects
+// are in detail/execution_policy.h, which libmerge includes).
+#if __has_include(<thrust/system/omp/detail/par.h>)
+#include <thrust/system/cpp/detail/par.h>
+#include <thrust/system/omp/detail/par.h>
+#endif
+#endif
 #include "demo/demonstrations.hpp"
 
 namespace lm = libmerge;
