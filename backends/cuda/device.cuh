@@ -61,11 +61,6 @@ inline const device_info& current_device(const char* algorithm) {
   return it->second;
 }
 
-// The same for a call on `stream`, which must belong to the current device:
-// the call's pointer checks and launches use the current device and its
-// temporary storage the stream's, so a stream of another device is an
-// std::invalid_argument naming both (it was a cudaErrorInvalidResourceHandle
-// or worse from inside the call).
 // The device a stream's work runs on: its own (cudaStreamGetDevice), or the
 // current device for the legacy and per-thread default streams and for a
 // stream under graph capture, where cudaStreamGetDevice is not permitted
@@ -74,27 +69,28 @@ inline const device_info& current_device(const char* algorithm) {
 inline int stream_device(cudaStream_t stream, const char* algorithm) {
   int device = 0;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread) {
-    check_cuda(cudaStreamIsCapturing(stream, &capture), algorithm, "cudaStreamIsCapturing");
-  }
-  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread ||
-      capture != cudaStreamCaptureStatusNone) {
-    check_cuda(cudaGetDevice(&device), algorithm, "cudaGetDevice");
-  } else {
+  const bool own = stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread;
+  if (own) check_cuda(cudaStreamIsCapturing(stream, &capture), algorithm, "cudaStreamIsCapturing");
+  if (own && capture == cudaStreamCaptureStatusNone) {
     check_cuda(cudaStreamGetDevice(stream, &device), algorithm, "cudaStreamGetDevice");
+  } else {
+    check_cuda(cudaGetDevice(&device), algorithm, "cudaGetDevice");
   }
   return device;
 }
 
+// The current device's facts for a call on `stream`, which must belong to it:
+// the call's pointer checks and launches use the current device and its
+// temporary storage the stream's, so a stream of another device is an
+// std::invalid_argument naming both (it was a cudaErrorInvalidResourceHandle
+// or worse from inside the call).
 inline const device_info& current_device(const char* algorithm, cudaStream_t stream) {
   const device_info& dev = current_device(algorithm);
-  {
-    const int device = stream_device(stream, algorithm);
-    if (device != dev.device) {
-      throw std::invalid_argument(std::string("libmerge::") + algorithm + ": the policy's stream belongs to device " +
-                                  std::to_string(device) + ", but the call runs on the current device " +
-                                  std::to_string(dev.device) + " (cudaSetDevice to the stream's device first)");
-    }
+  const int device = stream_device(stream, algorithm);
+  if (device != dev.device) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": the policy's stream belongs to device " +
+                                std::to_string(device) + ", but the call runs on the current device " +
+                                std::to_string(dev.device) + " (cudaSetDevice to the stream's device first)");
   }
   return dev;
 }

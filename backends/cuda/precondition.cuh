@@ -24,8 +24,8 @@ namespace libmerge::detail {
 
 namespace cuda_backend {
 // The first i in [1, n) with first[i] before first[i - 1], into *at (which
-// starts at the largest value): a grid-stride pass, each thread up to its first descent.
-// One read of the input; Thrust's is_sorted_until took 29 ms for 2^27 int32
+// starts at the largest value): a grid-stride pass, each thread up to its
+// first descent. One read of the input; Thrust's is_sorted_until took 29 ms for 2^27 int32
 // keys where this takes a fraction of a millisecond (H100: a chunked find_if,
 // a launch and a wait a chunk, and a cudaMalloc).
 template <class It, class Comp>
@@ -59,9 +59,9 @@ struct backend_impl<algo::precondition, backend::cuda> {
   static index_t sorted_until(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm,
                               const char* name) {
     using namespace cuda_backend;
-    const auto d = on_device(policy, first, n, algorithm, name);
-    const device_info& dev = current_device(algorithm);
     const cudaStream_t stream = policy.stream();
+    const device_info& dev = current_device(algorithm, stream);
+    const auto d = to_device(first, n, dev, algorithm, name);  // checked like the algorithm's own arguments
     temporary_storage<typename Policy::allocator_type> at(policy.allocator(), stream, sizeof(unsigned long long),
                                                           algorithm);
     unsigned long long* d_at = at.template as<unsigned long long>();
@@ -78,27 +78,21 @@ struct backend_impl<algo::precondition, backend::cuda> {
   }
 
   template <class Policy, class It, class Comp>
-  static index_t bad_sample(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm,
-                            const char* name) {
-    const auto d = on_device(policy, first, n, algorithm, name);
+  // The rule broken is not reported: the keys are device memory.
+  static sample_violation bad_sample(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm,
+                                     const char* name) {
+    using namespace cuda_backend;
+    const auto d = to_device(first, n, current_device(algorithm, policy.stream()), algorithm, name);
     const index_t m = sample_count(n);
     const thrust::counting_iterator<index_t> samples(0);
     try {
       const index_t j = *thrust::find_if(thrust::cuda::par.on(policy.stream()), samples, samples + m,
-                                         cuda_backend::breaks_ordering<decltype(d), Comp>{d, n, comp});
-      return j < m ? j : -1;
+                                         breaks_ordering<decltype(d), Comp>{d, n, comp});
+      if (j == m) return {};
+      return {j, 0};
     } catch (const thrust::system_error& e) {
       throw cuda_error(static_cast<cudaError_t>(e.code().value()), algorithm, "the checked call's comparator scan");
     }
-  }
-
- private:
-  // The input as the scan's kernel reads it, checked like the algorithm's own
-  // arguments (the scan runs first).
-  template <class Policy, class It>
-  static auto on_device(const Policy& policy, It first, index_t n, const char* algorithm, const char* name) {
-    const cuda_backend::device_info& dev = cuda_backend::current_device(algorithm, policy.stream());
-    return cuda_backend::to_device(first, n, dev, algorithm, name);
   }
 };
 

@@ -3,6 +3,7 @@
 // "not available" and a call says which flag is missing.
 #pragma once
 
+#include "../../libmerge/detail/checked.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
 
 #if defined(_OPENMP)
@@ -32,9 +33,9 @@ struct backend_impl<Algorithm, backend::omp> {
     return 0;
   }
   template <class... Args>
-  static index_t bad_sample(Args&&... args) {
+  static sample_violation bad_sample(Args&&... args) {
     run(args...);
-    return 0;
+    return {};
   }
 };
 

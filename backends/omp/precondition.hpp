@@ -24,12 +24,14 @@ struct backend_impl<algo::precondition, backend::omp> {
   }
 
   template <class Policy, class It, class Comp>
-  static index_t bad_sample(const Policy& policy, It first, index_t n, Comp comp, const char*, const char*) {
+  static sample_violation bad_sample(const Policy& policy, It first, index_t n, Comp comp, const char*,
+                                     const char*) {
     const index_t m = sample_count(n);
     const index_t j = smallest(omp_backend::team_size(policy, m), m, [&](index_t k) {
       return comparator_violation(first, n, k, comp) != 0;
     });
-    return j < m ? j : -1;
+    if (j == m) return {};
+    return {j, comparator_violation(first, n, j, comp)};  // the rule, for the message
   }
 
  private:

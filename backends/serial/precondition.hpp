@@ -20,13 +20,13 @@ struct backend_impl<algo::precondition, backend::serial> {
     return n;
   }
 
-  // The first sample where the comparator breaks a rule, or -1.
+  // The first sample where the comparator breaks a rule, and the rule.
   template <class Policy, class It, class Comp>
-  static index_t bad_sample(const Policy&, It first, index_t n, Comp comp, const char*, const char*) {
+  static sample_violation bad_sample(const Policy&, It first, index_t n, Comp comp, const char*, const char*) {
     for (index_t j = 0; j < sample_count(n); ++j) {
-      if (comparator_violation(first, n, j, comp) != 0) return j;
+      if (const int rule = comparator_violation(first, n, j, comp)) return {j, rule};
     }
-    return -1;
+    return {};
   }
 };
 

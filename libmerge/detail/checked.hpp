@@ -78,6 +78,13 @@ LIBMERGE_HOST_DEVICE int comparator_violation(It first, index_t n, index_t j, Co
   return v;
 }
 
+// The first sample where the comparator breaks a rule (sample -1: none), and
+// which rule (0 where the backend cannot tell: its keys are device memory).
+struct sample_violation {
+  index_t sample = -1;
+  int rule = 0;
+};
+
 inline const char* violation_name(int v) {
   switch (v) {
     case 1:
@@ -108,22 +115,16 @@ template <class Policy, class It, class Comp>
 void checked_comparator(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm,
                         const char* name) {
   if (n < 1) return;
-  const index_t j = impl_for<algo::precondition, Policy>::bad_sample(policy, first, n, comp, algorithm, name);
-  if (j >= 0) {
-    const index_t m = sample_count(n);
-    int v = 0;
-    // Which rule: recomputed on the host where the keys are host memory; the
-    // backend reports the sample alone.
-    if constexpr (std::is_same_v<typename resolved_policy_t<Policy>::backend_tag, backend::serial> ||
-                  std::is_same_v<typename resolved_policy_t<Policy>::backend_tag, backend::omp>) {
-      v = comparator_violation(first, n, j, comp);
-    }
+  const sample_violation bad =
+      impl_for<algo::precondition, Policy>::bad_sample(policy, first, n, comp, algorithm, name);
+  if (bad.sample >= 0) {
+    const index_t j = bad.sample, m = sample_count(n);
     throw std::invalid_argument(std::string("libmerge::") + algorithm + " (checked): the comparator is not a strict " +
                                 "weak ordering on the keys of " + name + " at positions " +
                                 std::to_string(sample_position(j, n)) + ", " +
                                 std::to_string(sample_position((j + 1) % m, n)) + " and " +
                                 std::to_string(sample_position((j + 2) % m, n)) +
-                                (v != 0 ? std::string(" (") + violation_name(v) + ")" : std::string()));
+                                (bad.rule != 0 ? std::string(" (") + violation_name(bad.rule) + ")" : std::string()));
   }
 }
 

@@ -30,8 +30,6 @@ namespace lm = libmerge;
 
 namespace {
 
-using fuzz::coarse_less;
-using fuzz::coarse_less_double;
 using fuzz::make_keys;
 using fuzz::pick_size;
 using fuzz::same;
@@ -134,17 +132,9 @@ void one_case(std::mt19937_64& g, Comp comp, const std::string& what) {
 }
 
 void one_seed(std::uint64_t seed) {
-  std::mt19937_64 g(seed);
-  const std::string what = "seed " + std::to_string(seed) + ":";
-  switch (g() % 7) {
-    case 0: one_case<std::int32_t>(g, lm::less<>(), what + " int32 less"); break;
-    case 1: one_case<std::int32_t>(g, lm::greater<>(), what + " int32 greater"); break;
-    case 2: one_case<std::int64_t>(g, coarse_less(), what + " int64 coarse"); break;
-    case 3: one_case<std::uint8_t>(g, lm::less<>(), what + " uint8 less"); break;
-    case 4: one_case<double>(g, lm::less<>(), what + " double (NaN) less"); break;
-    case 5: one_case<double>(g, lm::greater<>(), what + " double (NaN) greater"); break;
-    default: one_case<double>(g, coarse_less_double(), what + " double coarse"); break;
-  }
+  fuzz::with_seed(seed, [](std::mt19937_64& g, auto key, auto comp, const std::string& what) {
+    one_case<decltype(key)>(g, comp, what);
+  });
 }
 
 double env_or(const char* name, double fallback) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -91,6 +92,24 @@ bool same(const std::vector<T>& x, const std::vector<T>& y) {
     }
   }
   return true;
+}
+
+// The key type and comparator of the case a seed stands for: f(g, key, comp,
+// what) with g the seed's generator (the case draws its inputs from it), key
+// a value of the type, and what naming the seed, the type and the comparator.
+template <class F>
+void with_seed(std::uint64_t seed, F&& f) {
+  std::mt19937_64 g(seed);
+  const std::string what = "seed " + std::to_string(seed) + ":";
+  switch (g() % 7) {
+    case 0: f(g, std::int32_t{}, lm::less<>(), what + " int32 less"); break;
+    case 1: f(g, std::int32_t{}, lm::greater<>(), what + " int32 greater"); break;
+    case 2: f(g, std::int64_t{}, coarse_less(), what + " int64 coarse"); break;
+    case 3: f(g, std::uint8_t{}, lm::less<>(), what + " uint8 less"); break;
+    case 4: f(g, double{}, lm::less<>(), what + " double (NaN) less"); break;
+    case 5: f(g, float{}, lm::greater<>(), what + " float (NaN) greater"); break;
+    default: f(g, double{}, coarse_less_double(), what + " double coarse"); break;
+  }
 }
 
 }  // namespace fuzz
