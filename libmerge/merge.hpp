@@ -3,14 +3,17 @@
 // backend the policy selects (detail/dispatch.hpp). No backend code lives here.
 //
 // Preconditions (not checked; violating them gives unspecified output but never
-// an out-of-range access or a hang): both inputs are sorted by comp, comp is a
-// strict weak ordering, and the outputs do not overlap the inputs.
+// an out-of-range access or a hang): both inputs are sorted by comp and comp is
+// a strict weak ordering (a .checked() policy checks both). Outputs that
+// overlap the inputs or each other are an std::invalid_argument wherever the
+// memory is visible (detail/disjoint.hpp).
 #pragma once
 
 #include <utility>
 
 #include "detail/arguments.hpp"
 #include "detail/checked.hpp"
+#include "detail/disjoint.hpp"
 #include "detail/dispatch.hpp"
 #include "functional.hpp"
 
@@ -25,6 +28,8 @@ OutIt merge(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_la
   const index_t na = detail::checked_length(a_first, a_last, "merge", "a_first", "a_last");
   const index_t nb = detail::checked_length(b_first, b_last, "merge", "b_first", "b_last");
   if (na + nb == 0) return out;
+  detail::check_disjoint("merge", {detail::range_of("out", out, na + nb)},
+                         {detail::range_of("a_first", a_first, na), detail::range_of("b_first", b_first, nb)});
   const auto& exec = detail::resolve_policy(policy);
   detail::check_sorted_inputs(exec, a_first, na, b_first, nb, comp, "merge", "[a_first, a_last)", "[b_first, b_last)");
   detail::impl_for<algo::merge, Policy>::run(exec, a_first, na, b_first, nb, detail::no_values{},
@@ -46,6 +51,10 @@ std::pair<KeyOutIt, ValOutIt> merge_by_key(const Policy& policy, AKeyIt a_keys_f
   const index_t nb =
       detail::checked_length(b_keys_first, b_keys_last, "merge_by_key", "b_keys_first", "b_keys_last");
   if (na + nb == 0) return {keys_out, vals_out};
+  detail::check_disjoint(
+      "merge_by_key", {detail::range_of("keys_out", keys_out, na + nb), detail::range_of("vals_out", vals_out, na + nb)},
+      {detail::range_of("a_keys_first", a_keys_first, na), detail::range_of("b_keys_first", b_keys_first, nb),
+       detail::range_of("a_vals_first", a_vals_first, na), detail::range_of("b_vals_first", b_vals_first, nb)});
   const auto& exec = detail::resolve_policy(policy);
   detail::check_sorted_inputs(exec, a_keys_first, na, b_keys_first, nb, comp, "merge_by_key",
                               "[a_keys_first, a_keys_last)", "[b_keys_first, b_keys_last)");

@@ -12,6 +12,7 @@
 #include "detail/arguments.hpp"
 #include "detail/checked.hpp"
 #include "detail/counting.hpp"
+#include "detail/disjoint.hpp"
 #include "detail/dispatch.hpp"
 #include "functional.hpp"
 
@@ -34,6 +35,14 @@ void merge_sort_by_key(const Policy& policy, KeyIt keys_first, KeyIt keys_last, 
   const index_t n =
       detail::checked_length(keys_first, keys_last, "merge_sort_by_key", "keys_first", "keys_last");
   if (n < 2 && !detail::is_collective_v<Policy>) return;
+  // Keys and values are both written: they must not share memory. A
+  // collective policy checks it inside its failure protocol (every rank must
+  // hear of one rank's bad arguments, or the others would wait for it).
+  if constexpr (!detail::is_collective_v<Policy>) {
+    detail::check_disjoint("merge_sort_by_key", {detail::range_of("keys_first", keys_first, n),
+                                                 detail::range_of("values_first", values_first, n)},
+                           {});
+  }
   const auto& exec = detail::resolve_policy(policy);
   detail::check_sort_comparator(exec, keys_first, n, comp, "merge_sort_by_key", "[keys_first, keys_last)");
   detail::impl_for<algo::merge_sort, Policy>::run(exec, keys_first, n, values_first, values_first,
@@ -51,6 +60,9 @@ void merge_sort_indices(const Policy& policy, KeyIt keys_first, KeyIt keys_last,
   // n == 1 still goes to the backend: indices_first may be device memory that
   // only the backend can write.
   if (n == 0) return;
+  detail::check_disjoint("merge_sort_indices",
+                         {detail::range_of("keys_first", keys_first, n), detail::range_of("indices_first", indices_first, n)},
+                         {});
   using index_type = typename std::iterator_traits<IndexIt>::value_type;
   const auto& exec = detail::resolve_policy(policy);
   detail::check_sort_comparator(exec, keys_first, n, comp, "merge_sort_indices", "[keys_first, keys_last)");

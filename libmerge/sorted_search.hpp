@@ -12,6 +12,7 @@
 
 #include "detail/arguments.hpp"
 #include "detail/checked.hpp"
+#include "detail/disjoint.hpp"
 #include "detail/dispatch.hpp"
 #include "functional.hpp"
 #include "search_tags.hpp"
@@ -42,6 +43,16 @@ std::pair<index_t, index_t> checked_search_lengths(AIt a_first, AIt a_last, BIt 
   check_search_output<TypeB, BOut>(na, "b_out");
   return {na, nb};
 }
+// The outputs a search writes must not overlap the inputs or each other.
+template <search_type TypeA, search_type TypeB, class AIt, class BIt, class AOut, class BOut>
+void check_search_disjoint(AIt a_first, index_t na, BIt b_first, index_t nb, AOut a_out, BOut b_out,
+                           const match_counts* counts_out) {
+  byte_range ra{"a_out"}, rb{"b_out"};
+  if constexpr (writes_output(TypeA)) ra = range_of("a_out", a_out, na);
+  if constexpr (writes_output(TypeB)) rb = range_of("b_out", b_out, nb);
+  check_disjoint("sorted_search", {ra, rb, range_of("counts_out", counts_out, counts_out ? 1 : 0)},
+                 {range_of("a_first", a_first, na), range_of("b_first", b_first, nb)});
+}
 
 // A backend whose counts live in its own memory (a GPU) says so with
 // `static constexpr bool counts_in_place = true` and a run_to(..., counts_out,
@@ -64,6 +75,7 @@ match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_
                            AOut a_out, BOut b_out, Comp comp = Comp()) {
   const auto [na, nb] = detail::checked_search_lengths<TypeA, TypeB, AOut, BOut>(a_first, a_last, b_first, b_last);
   if (na + nb == 0) return {};
+  detail::check_search_disjoint<TypeA, TypeB>(a_first, na, b_first, nb, a_out, b_out, nullptr);
   const auto& exec = detail::resolve_policy(policy);
   detail::check_sorted_inputs(exec, a_first, na, b_first, nb, comp, "sorted_search", "[a_first, a_last)",
                               "[b_first, b_last)");
@@ -83,6 +95,7 @@ void sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, B
                    BOut b_out, match_counts* counts_out, Comp comp = Comp()) {
   const auto [na, nb] = detail::checked_search_lengths<TypeA, TypeB, AOut, BOut>(a_first, a_last, b_first, b_last);
   if (counts_out == nullptr) detail::throw_invalid("sorted_search", "counts_out is a null pointer");
+  detail::check_search_disjoint<TypeA, TypeB>(a_first, na, b_first, nb, a_out, b_out, counts_out);
   const auto& exec = detail::resolve_policy(policy);
   detail::check_sorted_inputs(exec, a_first, na, b_first, nb, comp, "sorted_search", "[a_first, a_last)",
                               "[b_first, b_last)");
@@ -117,6 +130,8 @@ CountsOut sorted_equality_count(const Policy& policy, AIt a_first, AIt a_last, B
       detail::checked_length(b_first, b_last, "sorted_equality_count", "b_first", "b_last");
   detail::check_output_range<CountsOut>(nb, false, "sorted_equality_count", "counts_out");
   if (na == 0) return counts_out;
+  detail::check_disjoint("sorted_equality_count", {detail::range_of("counts_out", counts_out, na)},
+                         {detail::range_of("a_first", a_first, na), detail::range_of("b_first", b_first, nb)});
   const auto& exec = detail::resolve_policy(policy);
   detail::check_sorted_inputs(exec, a_first, na, b_first, nb, comp, "sorted_equality_count", "[a_first, a_last)",
                               "[b_first, b_last)");

@@ -18,6 +18,7 @@
 #include <thrust/type_traits/unwrap_contiguous_iterator.h>
 
 #include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/detail/disjoint.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
 #include "device.cuh"
 #include "error.hpp"
@@ -112,46 +113,8 @@ auto to_device(It it, index_t length, const device_info& dev, const char* algori
   }
 }
 
-// A range as the overlap check sees it: its bytes where the kernel gets a
-// pointer (a fancy iterator or an unused output is no memory it can see).
-struct byte_range {
-  const char* name;
-  const void* p = nullptr;
-  std::size_t bytes = 0;
-};
-template <class It>
-byte_range range_of(const char* name, It it, index_t n) {
-  if constexpr (std::is_pointer_v<It>) {
-    return {name, static_cast<const void*>(it), static_cast<std::size_t>(n) * sizeof(*it)};
-  } else {
-    return {name};
-  }
-}
-
-// An output that shares memory with an input or another output is an
-// std::invalid_argument naming both: every kernel reads and writes tiles in
-// parallel, so no overlap (not even an output equal to its input) gives a
-// defined result. Ranges the check cannot see (fancy iterators) are the
-// caller's to keep apart (docs/api.md).
-inline void check_disjoint(const char* algorithm, std::initializer_list<byte_range> outputs,
-                           std::initializer_list<byte_range> inputs) {
-  auto overlap = [](const byte_range& x, const byte_range& y) {
-    if (x.bytes == 0 || y.bytes == 0) return false;
-    const auto a = reinterpret_cast<std::uintptr_t>(x.p), b = reinterpret_cast<std::uintptr_t>(y.p);
-    return a < b + y.bytes && b < a + x.bytes;
-  };
-  auto fail = [&](const byte_range& o, const byte_range& r) {
-    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + o.name + " overlaps " + r.name +
-                                " (outputs must not share memory with the inputs or with each other)");
-  };
-  for (auto o = outputs.begin(); o != outputs.end(); ++o) {
-    for (const byte_range& r : inputs) {
-      if (overlap(*o, r)) fail(*o, r);
-    }
-    for (auto q = o + 1; q != outputs.end(); ++q) {
-      if (overlap(*o, *q)) fail(*o, *q);
-    }
-  }
-}
+// byte_range, range_of and check_disjoint: libmerge/detail/disjoint.hpp (the
+// front-ends run it on host-visible iterators; the backend again on what
+// Thrust's iterators unwrap to).
 
 }  // namespace libmerge::detail::cuda_backend

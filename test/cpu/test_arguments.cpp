@@ -5,6 +5,9 @@
 //     receive: std::invalid_argument naming the output, nothing written; the
 //     widest allowed size for each narrow type works and gives right results;
 //   - empty ranges: no writes, the documented return values;
+//   - outputs that share memory with an input or with each other (pointers
+//     and std::vector iterators): std::invalid_argument naming both, nothing
+//     written;
 //   - unsorted input and comparators that are no strict weak ordering: every
 //     call returns, never touches anything outside its ranges (bounds-checked
 //     iterators), and merge_sort outputs a permutation of its input.
@@ -66,6 +69,64 @@ bool untouched(const std::vector<T>& v, T fill) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+// Outputs overlapping inputs or each other: checked in the front-ends, so
+// every backend rejects them alike (the GPU's own case: test_cuda_errors).
+
+BOOST_AUTO_TEST_CASE(outputs_overlapping_inputs_are_rejected) {
+  std::vector<int> both = iota_vector(3400, 2);
+  int* a = both.data();
+  int* b = a + 1000;
+  int* free_space = a + 1700;  // 1700 ints nobody reads
+  const auto before = both;
+  expect_invalid_argument([&] { lm::merge(lm::serial, a, a + 1000, b, b + 700, a); },
+                          {"libmerge::merge", "out overlaps a_first"});
+  expect_invalid_argument([&] { lm::merge(lm::serial, a, a + 1000, b, b + 700, b - 5); }, {"out overlaps"});
+  // Through std::vector iterators too.
+  expect_invalid_argument(
+      [&] { lm::merge(lm::serial, both.begin(), both.begin() + 10, both.begin() + 10, both.begin() + 20, both.begin() + 19); },
+      {"out overlaps b_first"});
+  expect_invalid_argument(
+      [&] { lm::merge_by_key(lm::serial, a, a + 10, b, b + 10, a, b, free_space, free_space + 19); },
+      {"libmerge::merge_by_key", "keys_out overlaps vals_out"});
+  expect_invalid_argument([&] { lm::merge_sort_by_key(lm::serial, a, a + 1000, a + 999); },
+                          {"libmerge::merge_sort_by_key", "keys_first overlaps values_first"});
+  expect_invalid_argument([&] { lm::merge_sort_by_key(lm::serial, both.begin(), both.begin() + 10, both.begin()); },
+                          {"keys_first overlaps values_first"});
+  expect_invalid_argument([&] { lm::merge_sort_indices(lm::serial, a, a + 100, a + 50); },
+                          {"libmerge::merge_sort_indices", "keys_first overlaps indices_first"});
+  long long* as_long = reinterpret_cast<long long*>(free_space);
+  expect_invalid_argument(
+      [&] { lm::sorted_search<bounds::lower>(lm::serial, a, a + 1000, b, b + 700, reinterpret_cast<long long*>(a) + 100); },
+      {"libmerge::sorted_search", "a_out overlaps a_first"});
+  expect_invalid_argument(
+      [&] {
+        lm::sorted_search<bounds::lower, search_type::index, search_type::index>(lm::serial, a, a + 10, b, b + 10,
+                                                                                  as_long, as_long + 5);
+      },
+      {"a_out overlaps b_out"});
+  lm::match_counts* counts_inside = reinterpret_cast<lm::match_counts*>(free_space);
+  expect_invalid_argument(
+      [&] {
+        lm::sorted_search<bounds::lower, search_type::index, search_type::none>(lm::serial, a, a + 10, b, b + 10,
+                                                                                 as_long, nullptr, counts_inside);
+      },
+      {"a_out overlaps counts_out"});
+  expect_invalid_argument([&] { lm::sorted_equality_count(lm::serial, a, a + 1000, b, b + 700, a); },
+                          {"libmerge::sorted_equality_count", "counts_out overlaps a_first"});
+  BOOST_TEST((both == before), "data untouched after the errors");
+
+  // Adjacent ranges, inputs sharing memory, and outputs of the unused side:
+  // fine, and right.
+  lm::merge(lm::serial, a, a + 500, a, a + 500, free_space);  // A merged with itself
+  std::vector<int> want(1000);
+  std::merge(before.begin(), before.begin() + 500, before.begin(), before.begin() + 500, want.begin());
+  BOOST_TEST(std::equal(want.begin(), want.end(), free_space));
+  lm::sorted_search<bounds::lower, search_type::index, search_type::none>(lm::serial, a, a + 10, b, b + 10,
+                                                                            as_long, a, counts_inside + 10);
+  for (int i = 0; i < 10; ++i) BOOST_TEST(as_long[i] == 0);
+}
 
 // ---------------------------------------------------------------------------
 // Reversed ranges.
