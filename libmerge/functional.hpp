@@ -5,18 +5,32 @@
 
 #include "detail/config.hpp"
 
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
 namespace libmerge {
 
 namespace detail {
+// Floating-point types, CUDA's 16-bit ones included where nvcc compiles.
+template <class T>
+inline constexpr bool is_floating_v = std::is_floating_point_v<T>
+#if defined(__CUDACC__)
+                                      || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>
+#endif
+    ;
+
 // a < b, except that a NaN comes after every number and NaNs are equivalent
 // to each other: a strict weak ordering of floating-point keys (plain < is
 // none once a NaN is among them, and merge-based algorithms then give
 // unspecified output). NaN keys therefore sort stably to the end under
 // lm::less and to the front under lm::greater, and merges and searches agree
-// with the sorts. Other types: a < b.
+// with the sorts. The same for __half and __nv_bfloat16 under nvcc. Other
+// types: a < b.
 template <class A, class B>
 LIBMERGE_HOST_DEVICE constexpr bool ordered_less(const A& a, const B& b) {
-  if constexpr (std::is_floating_point_v<A> || std::is_floating_point_v<B>) {
+  if constexpr (is_floating_v<A> || is_floating_v<B>) {
     return (a < b) | ((b != b) & (a == a));  // b is NaN and a is not
   } else {
     return a < b;

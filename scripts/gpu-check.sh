@@ -41,6 +41,8 @@ for s in $STEPS; do
       step tests.log element_sizes 300 "$BIN/test_cuda_element_sizes" --log_level=test_suite
       step tests.log sorted_search 900 "$BIN/test_cuda_sorted_search" --log_level=test_suite
       step tests.log key_types 300 "$BIN/test_cuda_key_types" --log_level=test_suite
+      step tests.log types_sorts 600 "$BIN/test_cuda_types_sorts" --log_level=test_suite
+      step tests.log types_merge_search 600 "$BIN/test_cuda_types_merge_search" --log_level=test_suite
       ;;
     large)
       step tests.log large 900 "$BIN/test_cuda_large" --log_level=message
@@ -56,10 +58,19 @@ for s in $STEPS; do
         "$BIN/test_cuda_errors"
       step "$s.log" "$s-merge" 560 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool "$s" --error-exitcode 99 \
         "$BIN/test_cuda_merge" --run_test='!merge_is_asynchronous_and_streams_overlap'
+      # racecheck runs each kernel some 100 times slower: over the sort it
+      # takes the cases that reach every kernel (block sort, 2- and 4-way
+      # passes, a skipped pass, the one-kernel sort, wide elements).
+      sort_cases='!sorts_on_two_streams'
+      [ "$s" = racecheck ] && sort_cases='sort_tuned_boxes,sort_greater,sort_after_a_skipped_pass,sort_one_kernel_class,sort_wide_structs'
       step "$s.log" "$s-merge_sort" 560 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool "$s" --error-exitcode 99 \
-        "$BIN/test_cuda_merge_sort" --run_test='!sorts_on_two_streams'
+        "$BIN/test_cuda_merge_sort" --run_test="$sort_cases"
       step "$s.log" "$s-sorted_search" 560 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool "$s" --error-exitcode 99 \
         "$BIN/test_cuda_sorted_search" --run_test='!sorted_search_is_asynchronous_and_streams_overlap'
+      for t in element_sizes key_types types_sorts types_merge_search; do
+        [ -x "$BIN/test_cuda_$t" ] && step "$s.log" "$s-$t" 560 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool "$s" \
+          --error-exitcode 99 "$BIN/test_cuda_$t"
+      done
       ;;
     bench)
       step bench.txt bench 900 "$BIN/libmerge_bench" --gpu --json "$LOG/bench.json"
