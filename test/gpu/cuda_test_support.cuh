@@ -19,10 +19,28 @@
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
+#include <thrust/functional.h>
+#include <thrust/version.h>
 
 #include <libmerge/libmerge.hpp>
 
 namespace cuda_test {
+
+// Thrust's comparators, as users of the toolkit's CCCL (3.0) write them. From
+// CCCL 3.1 thrust::less and thrust::greater are deprecated aliases of
+// cuda::std's, which the tests then name directly (a deprecation warning is
+// an error in this build).
+#if THRUST_VERSION >= 300100
+template <class T>
+using thrust_less = ::cuda::std::less<T>;
+template <class T>
+using thrust_greater = ::cuda::std::greater<T>;
+#else
+template <class T>
+using thrust_less = thrust::less<T>;
+template <class T>
+using thrust_greater = thrust::greater<T>;
+#endif
 
 using test_support::record;
 

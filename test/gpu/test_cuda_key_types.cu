@@ -87,7 +87,7 @@ void check_search(std::size_t na, std::size_t nb, bool descending, bool through_
     }
   };
   if (descending) {
-    run(thrust::greater<K>());
+    run(cuda_test::thrust_greater<K>());
   } else {
     run(lm::less<>());
   }

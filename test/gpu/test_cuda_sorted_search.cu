@@ -877,7 +877,7 @@ BOOST_AUTO_TEST_CASE(interpolating_search_on_misleading_keys) {
     for (spread s : {spread::wide, spread::half}) {
       auto in = int_input(nn, nh, s, rng());
       check_interpolating(in, lm::less<>());
-      check_interpolating(in, thrust::less<int>());
+      check_interpolating(in, cuda_test::thrust_less<int>());
       auto mirror = int_input(nh, nn, s, rng());
       check_search<bounds::lower, st::none, st::index_match, std::uint32_t, std::uint32_t>(lm::cuda::par, mirror,
                                                                                           lm::less<>(), "mirrored");
@@ -961,7 +961,7 @@ BOOST_AUTO_TEST_CASE(interpolating_search_on_misleading_keys) {
     };
     search_input<int> desc(descending(nn), descending(nh), lm::greater<>(), describe(nn, nh, "descending"));
     check_interpolating(desc, lm::greater<>());
-    check_interpolating(desc, thrust::greater<int>());
+    check_interpolating(desc, cuda_test::thrust_greater<int>());
     // The haystack 1 to 3 keys past a 64-byte boundary (a device copy with
     // that many keys in front): the probes' blocks are found from the address.
     for (int offset : {1, 3}) {
