@@ -31,8 +31,9 @@ namespace libmerge::cuda {
 // The default allocator: stream-ordered allocation from libmerge's memory
 // pool of the stream's device (cudaMallocFromPoolAsync / cudaFreeAsync on the
 // call's stream), so that temporary storage never synchronizes the device and
-// calls on different streams never wait for each other. Freed memory beyond
-// 64 MiB goes back to the driver at the next synchronization. On a GPU without
+// calls on different streams never wait for each other. Freed memory stays
+// reserved for the next call up to a bound (a quarter of the device's memory;
+// lm::cuda::set_pool_keep, lm::cuda::release_pool_memory). On a GPU without
 // memory pools it falls back to cudaMalloc/cudaFree. (A tag: the backend does
 // the work, backends/cuda/memory.cuh.)
 struct pool_allocator {};

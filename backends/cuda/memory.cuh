@@ -6,6 +6,7 @@
 #include <cuda.h>  // CUresult, CUcontext (context_id; no link to libcuda)
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -21,12 +22,29 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// What libmerge's pool keeps for reuse after a call: freed blocks above this
-// are returned to the driver at the next synchronization of the stream,
-// event or device (merge sort's scratch is as large as its input, and must
-// not stay reserved for the life of the process). Small temporaries (merge
-// and search partitions) stay cached.
-inline constexpr std::uint64_t pool_release_threshold = std::uint64_t(64) << 20;
+// What libmerge's pool of a device keeps reserved after its calls: freed
+// memory above this goes back to the driver at the next synchronization of a
+// stream, event or the device. A large sort's scratch is as large as its
+// input; given back after every call, it was mapped again at the next (a
+// 2^28-key sort of sorted input on an H200: 2.16 ms with the scratch given
+// back, 0.62 ms with it kept; issue 26). So the pool keeps up to a quarter of
+// the device's memory unless told otherwise (lm::cuda::set_pool_keep below),
+// and lm::cuda::release_pool_memory gives what is unused back at once.
+inline constexpr std::uint64_t pool_keep_default = ~std::uint64_t(0);  // a quarter of the device's memory
+inline std::atomic<std::uint64_t>& pool_keep_setting() {
+  static std::atomic<std::uint64_t> bytes{pool_keep_default};
+  return bytes;
+}
+inline std::uint64_t pool_keep_bytes() {
+  const std::uint64_t set = pool_keep_setting().load();
+  if (set != pool_keep_default) return set;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return std::uint64_t(64) << 20;
+  }
+  return total_bytes / 4;
+}
 
 // The unique id of the calling thread's current context (cuCtxGetId, CUDA
 // 12.0 on, reached through the runtime's driver entry points: no link to
@@ -58,16 +76,25 @@ inline unsigned long long context_id() {
 // on first use. It differs from the device's default pool in two ways: no
 // reuse through internal dependencies (the default pool may hand a call on
 // stream 2 a block still pending free on stream 1 and make stream 2 wait for
-// stream 1, which would serialize independent streams), and the bounded
-// release threshold above. A pool dies with its context: after
+// stream 1, which would serialize independent streams), and the release
+// threshold above. A pool dies with its context: after
 // cudaDeviceReset the device's new context gets a new pool (a pool cached by
 // device alone was a dangling handle then). Null where the pool cannot be
 // made although the device reports pools (the caller falls back to
 // cudaMalloc, as on devices without pools).
+struct pool_registry {
+  std::mutex mutex;
+  std::map<std::pair<int, unsigned long long>, cudaMemPool_t> pools;  // (device, context) -> pool, or null
+  static pool_registry& get() {
+    static pool_registry r;
+    return r;
+  }
+};
+
 inline cudaMemPool_t memory_pool(int device) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, unsigned long long>, cudaMemPool_t> pools;
-  std::lock_guard<std::mutex> lock(mutex);
+  pool_registry& r = pool_registry::get();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto& pools = r.pools;
   const unsigned long long before = context_id();
   auto it = pools.find({device, before});
   if (it != pools.end()) return it->second;
@@ -77,7 +104,7 @@ inline cudaMemPool_t memory_pool(int device) {
   props.location.id = device;
   cudaMemPool_t pool{};
   int no = 0;
-  std::uint64_t keep = pool_release_threshold;
+  std::uint64_t keep = pool_keep_bytes();
   if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
     cudaGetLastError();
     pool = nullptr;
@@ -172,3 +199,43 @@ class temporary_storage {
 };
 
 }  // namespace libmerge::detail::cuda_backend
+
+namespace libmerge::cuda {
+
+// The most memory libmerge's pool of the current device keeps reserved
+// between calls (by default a quarter of the device's memory): a call's
+// temporary storage comes from it without mapping memory again, and freed
+// memory above the bound goes back to the driver at the next
+// synchronization. Applies to the current device's pool and to every pool
+// made from now on. 0 gives everything back at each synchronization.
+inline void set_pool_keep(std::size_t bytes) {
+  namespace cb = detail::cuda_backend;
+  int device = 0;
+  detail::check_cuda(cudaGetDevice(&device), "set_pool_keep", "cudaGetDevice");
+  cb::pool_keep_setting().store(static_cast<std::uint64_t>(bytes));
+  if (!cb::has_memory_pools(device)) return;
+  std::uint64_t keep = bytes;
+  if (const cudaMemPool_t pool = cb::memory_pool(device)) {
+    detail::check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "set_pool_keep",
+                   "cudaMemPoolSetAttribute(ReleaseThreshold)");
+  }
+}
+
+// The bound above, for the current device.
+inline std::size_t pool_keep() { return static_cast<std::size_t>(detail::cuda_backend::pool_keep_bytes()); }
+
+// Gives the memory that libmerge's pool of the current device holds unused
+// back to the driver now (cudaMemPoolTrimTo). Memory of calls still running
+// is not freed: synchronize the streams libmerge ran on first to give back
+// everything.
+inline void release_pool_memory() {
+  namespace cb = detail::cuda_backend;
+  int device = 0;
+  detail::check_cuda(cudaGetDevice(&device), "release_pool_memory", "cudaGetDevice");
+  if (!cb::has_memory_pools(device)) return;
+  if (const cudaMemPool_t pool = cb::memory_pool(device)) {
+    detail::check_cuda(cudaMemPoolTrimTo(pool, 0), "release_pool_memory", "cudaMemPoolTrimTo");
+  }
+}
+
+}  // namespace libmerge::cuda

@@ -615,25 +615,45 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
   for_types(record{}, char{}, "record keys");
 }
 
-// The default pool gives merge sort's scratch (as large as the input) back
-// to the driver at the next synchronization: what it keeps is bounded.
-BOOST_AUTO_TEST_CASE(the_pool_gives_memory_back) {
+// The pool keeps a sort's scratch (as large as the input) for the next call,
+// up to its bound (a quarter of the device's memory by default); a smaller
+// bound gives the memory above it back at the next synchronization, and
+// release_pool_memory gives back everything unused at once.
+BOOST_AUTO_TEST_CASE(the_pool_keeps_memory_up_to_its_bound) {
   namespace cb = lm::detail::cuda_backend;
   int device = 0;
   BOOST_REQUIRE_EQUAL(cudaGetDevice(&device), cudaSuccess);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  BOOST_REQUIRE_EQUAL(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  BOOST_TEST(lm::cuda::pool_keep() == total_bytes / 4);
   const long long n = 1LL << 25;  // 512 MiB of keys and values: as much scratch
-  {
-    thrust::device_vector<std::int64_t> k(n), v(n);
+  const std::uint64_t scratch = static_cast<std::uint64_t>(n) * 16;
+  cudaMemPool_t pool = cb::memory_pool(device);
+  auto reserved = [&] {
+    std::uint64_t bytes = 0;
+    BOOST_REQUIRE_EQUAL(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &bytes), cudaSuccess);
+    return bytes;
+  };
+  thrust::device_vector<std::int64_t> k(n), v(n);
+  auto sort = [&] {
     lm::merge_sort_by_key(lm::cuda::par, k.begin(), k.end(), v.begin());
     BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
-  }
-  std::uint64_t reserved = 0, high = 0;
-  cudaMemPool_t pool = cb::memory_pool(device);
-  BOOST_REQUIRE_EQUAL(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved), cudaSuccess);
-  BOOST_REQUIRE_EQUAL(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &high), cudaSuccess);
-  BOOST_TEST_MESSAGE("pool: " << reserved << " bytes reserved after the sort, " << high << " at the peak");
-  BOOST_CHECK_GE(high, static_cast<std::uint64_t>(n) * 16);
-  BOOST_CHECK_LE(reserved, cb::pool_release_threshold);
+  };
+  sort();
+  const std::uint64_t kept = reserved();
+  BOOST_TEST_MESSAGE("pool: " << kept << " bytes reserved after the sort");
+  BOOST_CHECK_GE(kept, scratch);  // kept for the next call
+  BOOST_CHECK_LE(kept, total_bytes / 4);
+  sort();
+  BOOST_CHECK_EQUAL(reserved(), kept);  // the second call maps nothing new
+
+  lm::cuda::set_pool_keep(64 << 20);
+  BOOST_TEST(lm::cuda::pool_keep() == std::size_t(64 << 20));
+  sort();
+  BOOST_CHECK_LE(reserved(), std::uint64_t(64) << 20);
+  lm::cuda::release_pool_memory();
+  BOOST_CHECK_EQUAL(reserved(), 0u);
+  lm::cuda::set_pool_keep(total_bytes / 4);
 }
 
 // On a GPU without memory pools the backend falls back to cudaMalloc and
