@@ -301,9 +301,11 @@ struct merge_case {
     if constexpr (pairs) cuda_check(cudaMemsetAsync(pvo(), 0, n * sizeof(Val), s), "clear");
   }
 
+  // As users call it: the default allocator (libmerge's pool; a merge's
+  // temporaries are its tile partitions, a few KB to MB).
   template <class Box = lm::tuned_launch_box>
   void run_lm() {
-    auto policy = lm::cuda::par.on(s).with_allocator(lm_temp);
+    auto policy = lm::cuda::par.on(s);
     if constexpr (pairs) {
       if constexpr (std::is_same_v<Box, lm::tuned_launch_box>) {
         lm::merge_by_key(policy, pa(), pa() + na, pb(), pb() + nb, pav(), pbv(), po(), pvo());
@@ -321,7 +323,7 @@ struct merge_case {
   // The checked call (.checked()): one sortedness read of each input, a wait
   // for its answer, then the merge.
   void run_lm_checked() {
-    auto policy = lm::cuda::par.on(s).with_allocator(lm_temp).checked();
+    auto policy = lm::cuda::par.on(s).checked();
     if constexpr (pairs) {
       lm::merge_by_key(policy, pa(), pa() + na, pb(), pb() + nb, pav(), pbv(), po(), pvo());
     } else {
@@ -479,8 +481,9 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
   cudaFree(thrust_buf);
   cudaStreamDestroy(s);
 
-  std::printf("\nGPU: %s, device-to-device copy %.0f GB/s (read + write), cold L2, median of %d runs x 3 rounds\n",
-              device_name.c_str(), copy_gbs, timer.runs);
+  std::printf("\nGPU: %s, device-to-device copy %.0f GB/s (read + write), cold L2, median of %d runs x 3 rounds; CUB %d.%d.%d\n",
+              device_name.c_str(), copy_gbs, timer.runs, CUB_VERSION / 100000, CUB_VERSION / 100 % 1000,
+              CUB_VERSION % 100);
   std::printf("%-13s %-12s %6s %-17s %9s %8s %8s %7s %8s %9s\n", "algorithm", "type", "log2n", "implementation",
               "ms", "Gkeys/s", "GB/s", "%copy", "vs cub", "vs thrust");
   for (const result& r : results) {

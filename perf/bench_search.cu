@@ -307,7 +307,8 @@ struct bench {
   std::size_t copy_cap = 0;
   std::map<long long, double> copy_cache;
 
-  auto lm_policy() { return lm::cuda::par.on(s).with_allocator(lm_arena{&lm_temp}); }
+  // As users call it: the default allocator (libmerge's pool).
+  auto lm_policy() { return lm::cuda::par.on(s); }
   auto thrust_policy() { return thrust::cuda::par_nosync(thrust_temp).on(s); }
 
   // Median ms of f() (which picks its own replica).
