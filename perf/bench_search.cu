@@ -284,23 +284,13 @@ __global__ void spin_kernel(unsigned long long ns) {
   } while (t - t0 < ns);
 }
 
-// lm's temporary storage from a thrust_arena (a bump allocator: the returning
-// form of sorted_search holds two blocks at once).
-struct lm_arena {
-  thrust_arena* a;
-  void* allocate(std::size_t bytes, cudaStream_t) const { return a->allocate(static_cast<std::ptrdiff_t>(bytes)); }
-  void deallocate(void* p, std::size_t bytes, cudaStream_t) const noexcept {
-    a->deallocate(static_cast<char*>(p), bytes);
-  }
-};
-
 struct bench {
   options opt;
   int runs = 25;
   cudaStream_t s{};
   cudaEvent_t e0{}, e1{};
   std::size_t l2 = 0;
-  thrust_arena lm_temp{}, thrust_temp{};
+  thrust_arena thrust_temp{};
   arena cub_temp{};
   lm::match_counts* counts = nullptr;  // device memory
   char* copy_buf = nullptr;
@@ -951,7 +941,7 @@ int main(int argc, char** argv) {
   bn.runs = opt.runs > 0 ? opt.runs : opt.quick ? 7 : opt.tune ? 15 : 25;
   cudaDeviceProp prop{};
   double copy_gbs = 0;
-  char *lm_buf = nullptr, *thrust_buf = nullptr, *cub_buf = nullptr;
+  char *thrust_buf = nullptr, *cub_buf = nullptr;
   bool aborted = false;
   try {
     cuda_check(cudaGetDeviceProperties(&prop, 0), "properties");
@@ -960,10 +950,8 @@ int main(int argc, char** argv) {
     cuda_check(cudaEventCreate(&bn.e1), "event");
     bn.l2 = static_cast<std::size_t>(prop.l2CacheSize);
     const std::size_t temp_bytes = std::size_t(256) << 20;
-    cuda_check(cudaMalloc(&lm_buf, temp_bytes), "temp");
     cuda_check(cudaMalloc(&thrust_buf, temp_bytes), "temp");
     cuda_check(cudaMalloc(&cub_buf, temp_bytes), "temp");
-    bn.lm_temp = thrust_arena{lm_buf, temp_bytes};
     bn.thrust_temp = thrust_arena{thrust_buf, temp_bytes};
     bn.cub_temp = arena{cub_buf, temp_bytes};
     cuda_check(cudaMalloc(&bn.counts, sizeof(lm::match_counts)), "counts");
@@ -1090,7 +1078,6 @@ int main(int argc, char** argv) {
   std::printf("\nJSON: %s\n", opt.json.c_str());
   if (failures > 0) std::printf("%d FAILURE(S): see stderr\n", failures);
   else std::printf("all outputs verified\n");
-  cudaFree(lm_buf);
   cudaFree(thrust_buf);
   cudaFree(cub_buf);
   cudaFree(bn.counts);
