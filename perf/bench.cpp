@@ -251,7 +251,6 @@ struct merge_case {
   long long n, na, nb;
   const char* type_name;
   cudaStream_t s;
-  arena lm_temp;
   thrust_arena* thrust_temp;
   char* cub_temp;
   std::size_t cub_capacity;
@@ -260,8 +259,8 @@ struct merge_case {
   std::vector<K> ref_keys;
   std::vector<Val> ref_vals;
 
-  merge_case(long long n_, const char* type, cudaStream_t stream, arena lm, thrust_arena* th, char* cub, std::size_t cap)
-      : n(n_), na(n_ / 2), nb(n_ - n_ / 2), type_name(type), s(stream), lm_temp(lm), thrust_temp(th), cub_temp(cub),
+  merge_case(long long n_, const char* type, cudaStream_t stream, thrust_arena* th, char* cub, std::size_t cap)
+      : n(n_), na(n_ / 2), nb(n_ - n_ / 2), type_name(type), s(stream), thrust_temp(th), cub_temp(cub),
         cub_capacity(cap), a(sorted_random<K>(na, 11)), b(sorted_random<K>(nb, 12)), out(n), av(pairs ? na : 0),
         bv(pairs ? nb : 0), vout(pairs ? n : 0) {
     std::vector<K> ha = host_copy(a), hb = host_copy(b);
@@ -423,17 +422,15 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
   copy_gbs = copy_rate_gbs(timer);
 
   const std::size_t temp_bytes = std::size_t(64) << 20;
-  char *lm_buf = nullptr, *cub_buf = nullptr, *thrust_buf = nullptr;
-  cuda_check(cudaMalloc(&lm_buf, temp_bytes), "temp");
+  char *cub_buf = nullptr, *thrust_buf = nullptr;
   cuda_check(cudaMalloc(&cub_buf, temp_bytes), "temp");
   cuda_check(cudaMalloc(&thrust_buf, temp_bytes), "temp");
-  const arena lm_temp{lm_buf, temp_bytes};
   thrust_arena thrust_temp{thrust_buf, temp_bytes, 0, 0};
 
   if (opt.profile) {
     // One call of each on 2^26 int32 keys and pairs, for a profiler (ncu) to look at.
-    merge_case<std::int32_t, void> keys(1LL << 26, "int32", s, lm_temp, &thrust_temp, cub_buf, temp_bytes);
-    merge_case<std::int32_t, std::int32_t> pairs(1LL << 26, "int32/int32", s, lm_temp, &thrust_temp, cub_buf, temp_bytes);
+    merge_case<std::int32_t, void> keys(1LL << 26, "int32", s, &thrust_temp, cub_buf, temp_bytes);
+    merge_case<std::int32_t, std::int32_t> pairs(1LL << 26, "int32/int32", s, &thrust_temp, cub_buf, temp_bytes);
     keys.run_lm();
     keys.run_cub();
     pairs.run_lm();
@@ -449,9 +446,9 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
   for (int k : log2n) {
     const long long n = 1LL << k;
     std::fprintf(stderr, "gpu cases at 2^%d\n", k);
-    merge_case<std::int32_t, void> keys(n, "int32", s, lm_temp, &thrust_temp, cub_buf, temp_bytes);
-    merge_case<std::int32_t, std::int32_t> pairs(n, "int32/int32", s, lm_temp, &thrust_temp, cub_buf, temp_bytes);
-    merge_case<std::int64_t, void> wide(n, "int64", s, lm_temp, &thrust_temp, cub_buf, temp_bytes);
+    merge_case<std::int32_t, void> keys(n, "int32", s, &thrust_temp, cub_buf, temp_bytes);
+    merge_case<std::int32_t, std::int32_t> pairs(n, "int32/int32", s, &thrust_temp, cub_buf, temp_bytes);
+    merge_case<std::int64_t, void> wide(n, "int64", s, &thrust_temp, cub_buf, temp_bytes);
     if (opt.tune_small) {
       // Smaller tiles give more CTAs where the tuned tile leaves SMs idle.
       using lm::launch_box;
@@ -476,7 +473,6 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
       gpu_case(timer, wide);
     }
   }
-  cudaFree(lm_buf);
   cudaFree(cub_buf);
   cudaFree(thrust_buf);
   cudaStreamDestroy(s);

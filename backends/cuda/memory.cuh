@@ -41,7 +41,7 @@ inline std::uint64_t pool_keep_bytes() {
   std::size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
     cudaGetLastError();
-    return std::uint64_t(64) << 20;
+    return std::uint64_t(64) << 20;  // the device cannot say: the bound the pool had before issue 26
   }
   return total_bytes / 4;
 }
@@ -82,19 +82,10 @@ inline unsigned long long context_id() {
 // device alone was a dangling handle then). Null where the pool cannot be
 // made although the device reports pools (the caller falls back to
 // cudaMalloc, as on devices without pools).
-struct pool_registry {
-  std::mutex mutex;
-  std::map<std::pair<int, unsigned long long>, cudaMemPool_t> pools;  // (device, context) -> pool, or null
-  static pool_registry& get() {
-    static pool_registry r;
-    return r;
-  }
-};
-
 inline cudaMemPool_t memory_pool(int device) {
-  pool_registry& r = pool_registry::get();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto& pools = r.pools;
+  static std::mutex mutex;
+  static std::map<std::pair<int, unsigned long long>, cudaMemPool_t> pools;  // (device, context) -> pool, or null
+  std::lock_guard<std::mutex> lock(mutex);
   const unsigned long long before = context_id();
   auto it = pools.find({device, before});
   if (it != pools.end()) return it->second;
