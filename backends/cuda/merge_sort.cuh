@@ -897,24 +897,32 @@ __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K)
 }
 
 // ---------------------------------------------------------------------------
-// 4. Back to the caller's buffers when the passes left the data in scratch.
+// 4. Back to the caller's buffers when the passes left the data in scratch
+// (or, for a sort into a buffer of the sort across GPUs, to that buffer).
 template <bool WithValues, class K, class V>
-__device__ __forceinline__ void copy_to_caller(const sort_buffers<K, V>& buf, index_t n) {
+__device__ __forceinline__ void copy_to_buffer(const sort_buffers<K, V>& buf, int to, index_t n) {
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<index_t>(gridDim.x) * blockDim.x) {
-    buf.keys(0)[i] = buf.keys(1)[i];
-    if constexpr (WithValues) buf.vals(0)[i] = buf.vals(1)[i];
+    buf.keys(to)[i] = buf.keys(1 - to)[i];
+    if constexpr (WithValues) buf.vals(to)[i] = buf.vals(1 - to)[i];
   }
 }
 
+// final_buffer: where the data must end (0: the caller's). width (sort into
+// runs, sort_to_runs): the length of the first run the passes left, runs of
+// first_width * final_scale (n when the input was sorted or that is all).
 template <class K, class V, bool WithValues>
 __global__ void __launch_bounds__(256)
     copy_back_kernel(sort_buffers<K, V> buf, index_t n, int passes, int first_buffer, index_t bs_nv,
-                     sort_flags flags) {
+                     sort_flags flags, int final_buffer, index_t final_scale, long long* width) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  if (buffer_before_pass(flags, passes, first_buffer, bs_nv) == 0) return;
-  copy_to_caller<WithValues>(buf, n);
+  if (width != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+    const index_t base = flags.first_width(bs_nv);
+    *width = !flags.unsorted() || base > (n - 1) / final_scale ? n : base * final_scale;
+  }
+  if (buffer_before_pass(flags, passes, first_buffer, bs_nv) == final_buffer) return;
+  copy_to_buffer<WithValues>(buf, final_buffer, n);
 }
 
 // 2-way merge levels from runs of `width` to one run of n.
@@ -1026,7 +1034,7 @@ __global__ void __launch_bounds__(Box::nt, Ctas)
     grid.sync();
     src ^= 1;
   }
-  if (src == 1) copy_to_caller<WithValues>(buf, n);
+  if (src == 1) copy_to_buffer<WithValues>(buf, 0, n);
 }
 
 // The one-kernel sort of a size class, or false when the device cannot hold
@@ -1162,16 +1170,17 @@ struct merge_sort_table {
 };
 
 // How the passes go for n keys after a block sort of tiles of `first_width`:
-// 2-way passes, or with max_ways = 4, one 2-way pass when the number of
+// `levels` 2-way merge levels (merge_levels(n, bs_nv) for one sorted run),
+// as 2-way passes or, with max_ways = 4, one 2-way pass when the number of
 // levels is odd, then 4-way passes.
 // The grids are sized for a first width of bs_nv, the most tiles a pass can
 // have: with runs of W >= bs_nv a pass has fewer groups, and a pass's tiles
-// number at most n / nv plus one a group. An even number of passes ends where
-// the block sort writes: so the block sort writes the caller's buffer for an
-// even count, scratch for an odd one (first_buffer), and a sort whose every
-// pass has work needs no copy back.
-inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, int max_ways) {
-  const int levels = merge_levels(n, bs_nv);
+// number at most n / nv plus one a group. The passes alternate buffers and
+// must end in final_buffer (0: the caller's): so the block sort writes there
+// for an even count of passes, the other buffer for an odd one
+// (first_buffer), and a sort whose every pass has work needs no copy back.
+inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, int max_ways, int levels,
+                                          int final_buffer = 0) {
   std::vector<pass_plan> passes;
   index_t width = bs_nv;
   for (int left = levels; left > 0;) {
@@ -1181,22 +1190,47 @@ inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, 
     width *= ways;
     left -= ways == 2 ? 1 : 2;
   }
-  for (auto& p : passes) p.first_buffer = static_cast<int>(passes.size() % 2);
+  for (auto& p : passes) p.first_buffer = static_cast<int>((passes.size() + final_buffer) % 2);
   return passes;
 }
+
+// Where a sort of the sort across GPUs leaves its data (sort_to_runs): in
+// keys/vals, the caller's buffers serving as the other buffer of the passes;
+// with two_runs, as two sorted runs [0, W) and [W, n) when leaving out the
+// last merge level saves a pass (an odd number of levels with 4-way passes,
+// any with 2-way ones): the rank that receives the pieces merges them 4 ways
+// (merge_four), which makes that level for free. W is written to *width on
+// the device (n for one run).
+template <class K, class V>
+struct runs_target {
+  K* keys = nullptr;
+  V* vals = nullptr;
+  bool two_runs = false;
+  long long* width = nullptr;
+};
 
 // MaxWays = 4: 4-way passes for n >= 2^FourWayLog2 (2-way ones below).
 template <class BsBox, class Box, int MaxWays, int FourWayLog2, class Policy, class K, class V, bool WithValues,
           bool Indices, class ValsIn, class Comp>
 void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
-                       Comp comp, const char* algorithm) {
+                       Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {
   const int max_ways = MaxWays == 4 && n >= (index_t(1) << FourWayLog2) ? 4 : 2;
   static_assert((BsBox::nt & (BsBox::nt - 1)) == 0,
                 "libmerge::merge_sort: the block-sort launch box needs a power-of-two nt (cub::BlockMergeSort)");
   const index_t block_tiles = (n + BsBox::nv - 1) / BsBox::nv;
-  const std::vector<pass_plan> passes = plan_passes(n, BsBox::nv, Box::nv, max_ways);
+  const int final_buffer = into != nullptr ? 1 : 0;
+  const int all_levels = merge_levels(n, BsBox::nv);
+  std::vector<pass_plan> passes = plan_passes(n, BsBox::nv, Box::nv, max_ways, all_levels, final_buffer);
+  int levels = all_levels;
+  if (into != nullptr && into->two_runs && all_levels > 0) {
+    std::vector<pass_plan> fewer = plan_passes(n, BsBox::nv, Box::nv, max_ways, all_levels - 1, final_buffer);
+    if (fewer.size() < passes.size()) {
+      passes.swap(fewer);
+      levels = all_levels - 1;
+    }
+  }
   const int num_passes = static_cast<int>(passes.size());
-  const int first_buffer = num_passes % 2;  // where the block sort writes (plan_passes)
+  const int first_buffer = (num_passes + final_buffer) % 2;  // where the block sort writes (plan_passes)
   index_t max_tiles = 0;
   for (const auto& p : passes) max_tiles = std::max(max_tiles, p.launch_tiles);
   if (block_tiles > 0x7fffffff || max_tiles > 0x7fffffff / 32) {
@@ -1222,8 +1256,8 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   // descriptors of the largest pass and the pair samples. Taken before anything runs, so a failed
   // allocation leaves the caller's data as it was.
   const cudaStream_t stream = policy.stream();
-  const std::size_t scratch_keys = num_passes > 0 ? bytes_of<K>(n) : 0;
-  const std::size_t scratch_vals = num_passes > 0 && WithValues ? bytes_of<V>(n) : 0;
+  const std::size_t scratch_keys = num_passes > 0 && into == nullptr ? bytes_of<K>(n) : 0;
+  const std::size_t scratch_vals = num_passes > 0 && into == nullptr && WithValues ? bytes_of<V>(n) : 0;
   const std::size_t flag_bytes = align_up(sort_flags::bytes(num_passes), 256);
   // Tile descriptors: one for every CTA of the largest pass grid.
   const std::size_t desc_bytes =
@@ -1242,7 +1276,10 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
       scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes + sample_key_bytes + run_sample_bytes;
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
   unsigned char* t = temp.template as<unsigned char>();
-  const sort_buffers<K, V> buf{keys, reinterpret_cast<K*>(t), vals, reinterpret_cast<V*>(t + scratch_keys)};
+  const sort_buffers<K, V> buf = into != nullptr
+                                     ? sort_buffers<K, V>{keys, into->keys, vals, into->vals}
+                                     : sort_buffers<K, V>{keys, reinterpret_cast<K*>(t), vals,
+                                                          reinterpret_cast<V*>(t + scratch_keys)};
   unsigned char* flag_memory = t + scratch_keys + scratch_vals;
   const sort_flags flags = sort_flags::at(flag_memory, num_passes);
   void* descs = t + scratch_keys + scratch_vals + flag_bytes;
@@ -1290,10 +1327,10 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
              static_cast<const tile_desc<4>*>(d), comp, next_samples);
     }
   }
-  if (num_passes > 0) {
+  if (num_passes > 0 || into != nullptr) {
     launch(copy_back_kernel<K, V, WithValues>, std::min<index_t>((n + 255) / 256, 8 * dev.sms), 256, 0, stream,
            true, dev, algorithm, "copy_back_kernel", buf, n, num_passes, first_buffer, static_cast<index_t>(BsBox::nv),
-           flags);
+           flags, final_buffer, index_t(1) << levels, into != nullptr ? into->width : nullptr);
   }
   if (policy.synchronizes()) {
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
@@ -1343,6 +1380,31 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
   }
 }
 
+// The sort with the call's boxes: the one-kernel class below its size
+// (true: done in place), else separate kernels (false), into the caller's
+// buffers or, with `into`, into a runs_target.
+template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+bool sort_with_boxes(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
+                     Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {
+  bool in_one_kernel = false;
+  with_sort_boxes<Policy, K, V, WithValues, Indices, ValsIn, Comp>(
+      dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
+        using OneKernel = decltype(one_kernel);
+        if constexpr (OneKernel::log2 > 0) {
+          if (n < (index_t(1) << OneKernel::log2) &&
+              launch_one_kernel_sort<OneKernel, decltype(bs_box), Policy, K, V, WithValues, Indices>(
+                  policy, dev, keys, n, vals_in, vals, comp, algorithm)) {
+            in_one_kernel = true;
+            return;
+          }
+        }
+        launch_merge_sort<decltype(bs_box), decltype(box), decltype(ways)::value, decltype(four_way_log2)::value,
+                          Policy, K, V, WithValues, Indices>(policy, dev, keys, n, vals_in, vals, comp, algorithm,
+                                                             into);
+      });
+  return in_one_kernel;
+}
+
 template <class Policy, class KeysIt, class ValsIn, class ValsOut, class Comp>
 void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp comp) {
   constexpr bool with_values = has_values<ValsOut>;
@@ -1380,21 +1442,192 @@ void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, Va
   if constexpr (bytes > max_element_bytes) {
     throw_element_too_large(algorithm, bytes);
   } else {
-    with_sort_boxes<Policy, K, V, with_values, indices, ValsInD, Comp>(
-        dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
-          using OneKernel = decltype(one_kernel);
-          if constexpr (OneKernel::log2 > 0) {
-            if (n < (index_t(1) << OneKernel::log2) &&
-                launch_one_kernel_sort<OneKernel, decltype(bs_box), Policy, K, V, with_values, indices>(
-                    policy, dev, d_keys, n, d_vals_in, vals, comp, algorithm)) {
-              return;
-            }
-          }
-          launch_merge_sort<decltype(bs_box), decltype(box), decltype(ways)::value, decltype(four_way_log2)::value,
-                            Policy, K, V, with_values,
-                            indices>(policy, dev, d_keys, n, d_vals_in, vals, comp, algorithm);
-        });
+    sort_with_boxes<Policy, K, V, with_values, indices, ValsInD>(policy, dev, d_keys, n, d_vals_in, vals, comp,
+                                                                 algorithm);
   }
+}
+
+// ---------------------------------------------------------------------------
+// 6. For the sort across GPUs (backends/nccl/merge_sort.cuh): a rank's local
+// sort into a buffer of its own, and the merge of the pieces it receives.
+
+template <int = 0>
+__global__ void store_width_kernel(long long* width, long long n) {
+  *width = n;
+}
+
+// Sorts keys[0, n) (and vals) into into.keys (into.vals), the caller's
+// buffers left as scratch: as one sorted run, or two (runs_target). The
+// kernels are the single-GPU sort's (the same instantiations), so one run is
+// exactly what lm::merge_sort makes of the shard. A size of the one-kernel
+// class sorts in place and is copied: one run.
+template <class Policy, class K, class V, bool WithValues, class Comp>
+void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_target<K, V>& into, Comp comp,
+                  const char* algorithm) {
+  const cudaStream_t stream = policy.stream();
+  const device_info& dev = current_device(algorithm, stream);
+  if (n == 0) {
+    launch_with(nullptr, store_width_kernel<>, 1, 1, 0, stream, algorithm, "launch of store_width_kernel", into.width,
+                0LL);
+    return;
+  }
+  if (sort_with_boxes<Policy, K, V, WithValues, false>(policy, dev, keys, n, vals, vals, comp, algorithm, &into)) {
+    check_cuda(cudaMemcpyAsync(into.keys, keys, sizeof(K) * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice,
+                               stream),
+               algorithm, "cudaMemcpyAsync (the sorted shard)");
+    if constexpr (WithValues) {
+      check_cuda(cudaMemcpyAsync(into.vals, vals, sizeof(V) * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice,
+                                 stream),
+                 algorithm, "cudaMemcpyAsync (the sorted shard)");
+    }
+    launch_with(nullptr, store_width_kernel<>, 1, 1, 0, stream, algorithm, "launch of store_width_kernel",
+                into.width, static_cast<long long>(n));
+  }
+}
+
+// Whether merge_four can merge (K, V) on this device: the tuning gives its
+// sort 4-way passes (not so for keys of 8 bytes or more without values).
+template <class Policy, class K, class V, bool WithValues, class Comp>
+bool four_way_available(const device_info& dev, index_t n, const char* algorithm) {
+  bool four = false;
+  with_sort_boxes<Policy, K, V, WithValues, false, V*, Comp>(
+      dev, algorithm, n, [&](auto, auto, auto ways, auto, auto) { four = decltype(ways)::value == 4; });
+  return four;
+}
+
+// Up to four sorted pieces in one buffer: piece k is keys[at[k], at[k] +
+// len[k]) and its values vals[at[k], ...) (the same offsets in both arrays).
+template <class K>
+struct four_pieces {
+  const K* keys;
+  index_t at[4];
+  index_t len[4];
+};
+
+// The halves of merge_four's merge: pieces 0 and 1, pieces 2 and 3.
+template <class K>
+__device__ __forceinline__ run_half<4, K> piece_half(const four_pieces<K>& p, int h) {
+  return {p.keys + p.at[2 * h], p.len[2 * h], p.keys + p.at[2 * h + 1], p.len[2 * h + 1]};
+}
+
+// merge_four's pair samples, as pair_sample_kernel's for a 4-way pass: for
+// each half h and j < stride, the half's inner split at rank j * nv (clamped
+// to its size) at samples[h * stride + j], and its elements of ranks j * nv
+// and j * nv - 1 at sample_keys[2 (h * stride + j)] and [.. + 1]. One 2-way
+// merge-path search a thread. With them the partition's 4-way search starts
+// inside one tile's worth of each piece: without, each tile's search read
+// about 400 scattered sectors, and the merge of 2^29 int32 keys in four
+// pieces took 4.1 ms against 1.6 for lm::merge of two (2 H100s).
+template <class K, class Comp>
+__global__ void __launch_bounds__(128)
+    pieces_sample_kernel(four_pieces<K> p, index_t nv, index_t stride, index_t* samples, K* sample_keys, Comp comp) {
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= 2 * stride) return;
+  const run_half<4, K> half = piece_half(p, static_cast<int>(i / stride));
+  const index_t size = half.size();
+  const index_t rank = (i % stride) * nv < size ? (i % stride) * nv : size;
+  const index_t split = merge_path<bounds::lower>(half.x, half.nx, half.y, half.ny, rank, comp);
+  samples[i] = split;
+  if (rank < size) sample_keys[2 * i] = half.at(rank, split, comp);
+  if (rank > 0) sample_keys[2 * i + 1] = last_before(half, rank, split, comp);
+}
+
+// merge_four's partition, as pass_partition_kernel's: a thread a tile finds
+// where its tile starts in the pieces (halves_split over the pair samples,
+// stable: ties in piece order), and each tile ends where the next starts.
+// Thread 0 also records the pass for pass_kernel (one pass: data in buffer
+// 0, work to do).
+template <class K, class Comp>
+__global__ void __launch_bounds__(partition_tiles + 1)
+    pieces_partition_kernel(four_pieces<K> p, index_t nv, int num_tiles, index_t stride, const index_t* samples,
+                            const K* sample_keys, sort_flags flags, tile_desc<4>* descs, Comp comp) {
+  __shared__ run_split<4> starts[partition_tiles + 1];
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
+  const index_t size = p.len[0] + p.len[1] + p.len[2] + p.len[3];
+  if (tile == 0) {
+    flags.source(0) = 0;
+    flags.has_work(0) = 1;
+    flags.shapes[0] = pass_shape{size, num_tiles, num_tiles};
+  }
+  const bool mine = tile < num_tiles;
+  if (mine) {
+    const half_samples<K> hs{{samples, samples + stride}, {sample_keys, sample_keys + 2 * stride}, nv};
+    starts[threadIdx.x] = halves_split(piece_half(p, 0), piece_half(p, 1), tile * nv, comp, hs);
+  }
+  __syncthreads();
+  if (!mine || threadIdx.x == partition_tiles) return;
+  const index_t d0 = tile * nv;
+  const index_t d1 = d0 + nv < size ? d0 + nv : size;
+  index_t start[4], end[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    start[k] = starts[threadIdx.x].s[k];
+    end[k] = d1 == size ? p.len[k] : starts[threadIdx.x + 1].s[k];
+  }
+  clamp_pieces(p.len, start, end, d1 - d0);
+  tile_desc<4> d;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    d.at[k] = p.at[k] + start[k];
+    d.size[k] = static_cast<std::uint16_t>(end[k] - start[k]);
+  }
+  d.out = d0;
+  descs[tile] = d;
+}
+
+// Merges the four pieces (four_pieces; empty ones allowed) into out_keys
+// (out_vals), stable in piece order, with the sort's 4-way pass kernel: the
+// receiving rank's one merge of the sort across GPUs, in place of a tree of
+// 2-way merges (two levels for four pieces).
+template <class Policy, class K, class V, bool WithValues, class Comp>
+void merge_four(const Policy& policy, const K* keys, const V* vals, const index_t (&at)[4], const index_t (&len)[4],
+                K* out_keys, V* out_vals, Comp comp, const char* algorithm) {
+  const cudaStream_t stream = policy.stream();
+  const device_info& dev = current_device(algorithm, stream);
+  const index_t n = len[0] + len[1] + len[2] + len[3];
+  if (n == 0) return;
+  with_sort_boxes<Policy, K, V, WithValues, false, V*, Comp>(dev, algorithm, n, [&](auto, auto box, auto ways, auto,
+                                                                                   auto) {
+    using Box = decltype(box);
+    if constexpr (decltype(ways)::value != 4) {
+      throw std::logic_error(std::string("libmerge::") + algorithm + ": no 4-way merge for these types");
+    } else {
+      const index_t tiles = (n + Box::nv - 1) / Box::nv;
+      if (tiles > 0x7fffffff / 32) {
+        throw std::invalid_argument(std::string("libmerge::") + algorithm + ": too many elements for one rank");
+      }
+      auto pass4 = pass_kernel<Box, 4, K, V, WithValues, Comp>;
+      using layout = merge_layout<K, V, WithValues, Box::nv>;
+      prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
+      // Pair samples of each half at every multiple of nv up to its size.
+      const index_t stride = (std::max(len[0] + len[1], len[2] + len[3]) + Box::nv - 1) / Box::nv + 1;
+      const std::size_t flag_bytes = align_up(sort_flags::bytes(1), 256);
+      const std::size_t desc_bytes = align_up(sizeof(tile_desc<4>) * static_cast<std::size_t>(tiles), 256);
+      const std::size_t sample_bytes = align_up(sizeof(index_t) * 2 * static_cast<std::size_t>(stride), 256);
+      const std::size_t sample_key_bytes = align_up(sizeof(K) * 4 * static_cast<std::size_t>(stride), 256);
+      temporary_storage<typename Policy::allocator_type> temp(
+          policy.allocator(), stream, flag_bytes + desc_bytes + sample_bytes + sample_key_bytes, algorithm);
+      unsigned char* t = temp.template as<unsigned char>();
+      const sort_flags flags = sort_flags::at(t, 1);
+      auto* descs = reinterpret_cast<tile_desc<4>*>(t + flag_bytes);
+      auto* samples = reinterpret_cast<index_t*>(t + flag_bytes + desc_bytes);
+      auto* sample_keys = reinterpret_cast<K*>(t + flag_bytes + desc_bytes + sample_bytes);
+      four_pieces<K> p{keys, {at[0], at[1], at[2], at[3]}, {len[0], len[1], len[2], len[3]}};
+      launch(pieces_sample_kernel<K, Comp>, (2 * stride + 127) / 128, 128, 0, stream, true, dev, algorithm,
+             "pieces_sample_kernel", p, static_cast<index_t>(Box::nv), stride, samples, sample_keys, comp);
+      launch(pieces_partition_kernel<K, Comp>, (tiles + partition_tiles - 1) / partition_tiles, partition_tiles + 1,
+             0, stream, true, dev, algorithm, "pieces_partition_kernel", p, static_cast<index_t>(Box::nv),
+             static_cast<int>(tiles), stride, static_cast<const index_t*>(samples),
+             static_cast<const K*>(sample_keys), flags, descs, comp);
+      const sort_buffers<K, V> buf{const_cast<K*>(keys), out_keys, const_cast<V*>(vals), out_vals};
+      launch(pass4, tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, 0, flags,
+             static_cast<const tile_desc<4>*>(descs), comp, static_cast<K*>(nullptr));
+    }
+  });
 }
 
 }  // namespace libmerge::detail::cuda_backend

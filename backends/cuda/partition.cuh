@@ -322,79 +322,91 @@ struct half_samples {
   index_t nv;
 };
 
-// The split of a group's merge at diagonal d: a merge-path search over the
-// two halves whose probes are the halves' elements of ranks c and d - 1 - c,
-// each found by an inner search bracketed by the probes before it (so the
-// inner searches shrink with the outer one: about log2(w)^2 / 2 loads for
-// runs of w, instead of log2(w)^2). With samples (4 ways, d a multiple of
-// samples.nv), the search starts inside one sample interval.
+// The split of a 4-way merge at diagonal d: a merge-path search over the
+// two halves (h0: runs 0 and 1, h1: runs 2 and 3) whose probes are the
+// halves' elements of ranks c and d - 1 - c, each found by an inner search
+// bracketed by the probes before it (so the inner searches shrink with the
+// outer one: about log2(w)^2 / 2 loads for runs of w, instead of
+// log2(w)^2). With samples (d a multiple of samples.nv), the search starts
+// inside one sample interval. The runs may lie anywhere (merge_four's
+// pieces); group_split's lie side by side.
+template <class K, class Comp>
+LIBMERGE_HOST_DEVICE run_split<4> halves_split(const run_half<4, K>& h0, const run_half<4, K>& h1, index_t d,
+                                               Comp& comp,
+                                               half_samples<K> samples = {{nullptr, nullptr}, {nullptr, nullptr}, 1}) {
+  run_split<4> r;
+  const index_t n0 = h0.size(), n1 = h1.size();
+  index_t lo = d > n1 ? d - n1 : 0;
+  index_t hi = d < n0 ? d : n0;
+  known_split k0_lo{0, 0}, k0_hi{n0, h0.nx}, k1_lo{0, 0}, k1_hi{n1, h1.nx};
+  if (samples.s[0] != nullptr && lo < hi) {
+    // Outer probes at m = j * nv: half 0's element of rank m and half 1's of
+    // rank d - 1 - m, which are sample keys of j and L - j.
+    const index_t nv = samples.nv, L = d / nv;
+    const index_t* s0 = samples.s[0];
+    const index_t* s1 = samples.s[1];
+    index_t a = (lo + nv - 1) / nv, b = (hi - 1) / nv + 1;  // j with lo <= j * nv < hi
+    const index_t first = a, last = b;
+    while (a < b) {
+      const index_t j = a + (b - a) / 2;
+      if (a_goes_first<bounds::lower>(samples.keys[0][2 * j], samples.keys[1][2 * (L - j) + 1], comp)) {
+        a = j + 1;
+      } else {
+        b = j;
+      }
+    }
+    if (a > first) {  // the split is past (a - 1) * nv
+      const index_t j = a - 1;
+      lo = j * nv + 1;
+      k0_lo = {j * nv, s0[j]};
+      k1_hi = {(L - j) * nv, s1[L - j]};
+    }
+    if (a < last) {  // and not past a * nv
+      hi = a * nv;
+      k0_hi = {a * nv, s0[a]};
+      k1_lo = {(L - a) * nv, s1[L - a]};
+    }
+  }
+  while (lo < hi) {
+    const index_t mid = lo + (hi - lo) / 2;
+    const index_t e = d - 1 - mid;
+    index_t s0, s1;
+    inner_splits(h0, mid, k0_lo, k0_hi, h1, e, k1_lo, k1_hi, s0, s1, comp);
+    if (a_goes_first<bounds::lower>(h0.at(mid, s0, comp), h1.at(e, s1, comp), comp)) {
+      lo = mid + 1;
+      k0_lo = {mid, s0};
+      k1_hi = {e, s1};
+    } else {
+      hi = mid;
+      k0_hi = {mid, s0};
+      k1_lo = {e, s1};
+    }
+  }
+  index_t s0, s1;
+  inner_splits(h0, lo, k0_lo, k0_hi, h1, d - lo, k1_lo, k1_hi, s0, s1, comp);
+  r.s[0] = s0;
+  r.s[1] = lo - s0;
+  r.s[2] = s1;
+  r.s[3] = d - lo - s1;
+  return r;
+}
+
+// The split of a group's merge at diagonal d (halves_split for 4 ways).
 template <int Ways, class K, class Comp>
 LIBMERGE_HOST_DEVICE run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, Comp& comp,
                                        half_samples<K> samples = {{nullptr, nullptr}, {nullptr, nullptr}, 1}) {
-  run_split<Ways> r;
   if constexpr (Ways == 2) {
     (void)samples;
+    run_split<Ways> r;
     const index_t a = merge_path<bounds::lower>(g.keys, g.len[0], g.keys + g.width, g.len[1], d, comp);
     r.s[0] = a;
     r.s[1] = d - a;
+    return r;
   } else {
     const run_half<Ways, K> h0{g.keys, g.len[0], g.keys + g.width, g.len[1]};
     const run_half<Ways, K> h1{g.keys + 2 * g.width, g.len[2], g.keys + 3 * g.width, g.len[3]};
-    const index_t n0 = h0.size(), n1 = h1.size();
-    index_t lo = d > n1 ? d - n1 : 0;
-    index_t hi = d < n0 ? d : n0;
-    known_split k0_lo{0, 0}, k0_hi{n0, h0.nx}, k1_lo{0, 0}, k1_hi{n1, h1.nx};
-    if (samples.s[0] != nullptr && lo < hi) {
-      // Outer probes at m = j * nv: half 0's element of rank m and half 1's of
-      // rank d - 1 - m, which are sample keys of j and L - j.
-      const index_t nv = samples.nv, L = d / nv;
-      const index_t* s0 = samples.s[0];
-      const index_t* s1 = samples.s[1];
-      index_t a = (lo + nv - 1) / nv, b = (hi - 1) / nv + 1;  // j with lo <= j * nv < hi
-      const index_t first = a, last = b;
-      while (a < b) {
-        const index_t j = a + (b - a) / 2;
-        if (a_goes_first<bounds::lower>(samples.keys[0][2 * j], samples.keys[1][2 * (L - j) + 1], comp)) {
-          a = j + 1;
-        } else {
-          b = j;
-        }
-      }
-      if (a > first) {  // the split is past (a - 1) * nv
-        const index_t j = a - 1;
-        lo = j * nv + 1;
-        k0_lo = {j * nv, s0[j]};
-        k1_hi = {(L - j) * nv, s1[L - j]};
-      }
-      if (a < last) {  // and not past a * nv
-        hi = a * nv;
-        k0_hi = {a * nv, s0[a]};
-        k1_lo = {(L - a) * nv, s1[L - a]};
-      }
-    }
-    while (lo < hi) {
-      const index_t mid = lo + (hi - lo) / 2;
-      const index_t e = d - 1 - mid;
-      index_t s0, s1;
-      inner_splits(h0, mid, k0_lo, k0_hi, h1, e, k1_lo, k1_hi, s0, s1, comp);
-      if (a_goes_first<bounds::lower>(h0.at(mid, s0, comp), h1.at(e, s1, comp), comp)) {
-        lo = mid + 1;
-        k0_lo = {mid, s0};
-        k1_hi = {e, s1};
-      } else {
-        hi = mid;
-        k0_hi = {mid, s0};
-        k1_lo = {e, s1};
-      }
-    }
-    index_t s0, s1;
-    inner_splits(h0, lo, k0_lo, k0_hi, h1, d - lo, k1_lo, k1_hi, s0, s1, comp);
-    r.s[0] = s0;
-    r.s[1] = lo - s0;
-    r.s[2] = s1;
-    r.s[3] = d - lo - s1;
+    return halves_split(h0, h1, d, comp, samples);
   }
-  return r;
 }
 
 // A tile's input ranges, from the partitions at its two ends.
