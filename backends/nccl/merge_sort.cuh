@@ -5,18 +5,23 @@
 //                   types and any failure so far; host wait 1: every rank
 //                   checks every header and all throw alike, before any rank
 //                   touches its shard
-//   2. local sort   each rank sorts its shard with the CUDA merge sort
+//   2. local sort   each rank sorts its shard with the CUDA merge sort into
+//                   a buffer of its own (its runs): one sorted run, or on 2
+//                   GPUs two, the last merge level left out where that saves
+//                   a pass (the receiving rank's 4-way merge makes it)
 //   3. splitters    exact global splitters by a distributed co-rank search
-//                   (splitters.cuh), then an all-gather of every rank's cuts
-//                   and status; host wait 2
+//                   over every rank's runs (splitters.cuh), then an
+//                   all-gather of every rank's cuts and status; host wait 2
 //   4. exchange     one NCCL group of ncclSend/ncclRecv for keys and values,
-//                   each piece moved on 256-byte boundaries (wire()); the piece
-//                   a rank keeps is copied beside it on a second stream;
-//                   host wait 3: every piece has arrived
-//   5. merge        each rank merges the pieces it received (a tree of CUDA
-//                   merges, lower ranks first, so ties stay stable) into its
-//                   shard; host wait 4: the call returns when the sort is
-//                   done, as thrust::sort does
+//                   each piece moved on 256-byte boundaries (wire()) from the
+//                   runs into the receiver's slots; a rank's own pieces stay
+//                   where its local sort left them
+//   5. merge        each rank merges its pieces (in rank and run order, so
+//                   ties stay stable) into its shard, queued behind the
+//                   exchange: one 4-way pass for 3 or 4 pieces (merge_four),
+//                   else a copy, a merge or a tree of merges; host wait 3:
+//                   the call returns when the sort is done, as thrust::sort
+//                   does
 //
 // Global order is (key, rank, position): rank r ends with the elements of
 // global positions [G_r, G_r + n_r), where n_r is its own shard's length and
@@ -33,8 +38,9 @@
 //    rank throws before anything is exchanged;
 //  - a rank that never comes, or dies: the transport's deadline (.timeout)
 //    covers the whole call, waits inside NCCL included (transport.cuh).
-// Each rank's data stays a permutation of what it held (sorted locally once
-// the headers passed) unless the merge itself fails.
+// From the local sort on the shard is the sort's scratch; whatever fails
+// after the headers, each rank gets its own elements back, sorted
+// (restore_shard, from its runs), unless the device itself failed.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -64,6 +70,9 @@
 
 namespace libmerge::detail::nccl_backend {
 
+// The single-GPU policy each rank's kernels run with (on the rank's stream).
+using local_policy = cuda::policy<>;
+
 template <class K, class V>
 struct shard_view {
   K* keys;
@@ -77,9 +86,9 @@ struct header {
   long long key_bytes, key_code;
   long long value_bytes, value_code;  // 0, 0 without values
   long long comp_code;
-  long long key_misalign, value_misalign;  // the arrays' addresses mod wire_align (wire())
-  long long failed;                        // this rank failed before the headers
-  char reason[184];                        // the start of its message
+  long long failed;    // this rank failed before the headers
+  long long four_way;  // merge_four is there for these types on its device
+  char reason[192];    // the start of its message
 };
 static_assert(sizeof(header) == 256, "headers travel as 256-byte records");
 
@@ -134,32 +143,28 @@ class host_staging {
   char* p_ = nullptr;
 };
 
-// How piece [a, b) of a sender's array (elements of `size` bytes, n of them,
-// the array's address `misalign` bytes past a wire_align boundary) travels:
-// the sender sends bytes [lo, hi) of its array, moved out to wire_align
-// boundaries of the address as far as the array allows, into a slot of the
-// receiver that starts on such a boundary, where the piece starts `head`
-// bytes in. NCCL copies buffers aligned to 16 bytes 16 bytes a load and
-// others an element (here a byte) at a time, and cuts fall anywhere: with
-// pieces on 16-byte boundaries alone, 2^30 int32 keys on 2 H200s exchanged
-// in 1.25x the time of a plain all-to-all of the same bytes (was 1.8x).
+// How piece [a, b) of a sender's runs (elements of `size` bytes, n of them,
+// the array on a wire_align boundary) travels: the sender sends bytes
+// [lo, hi) of its array, moved out to wire_align boundaries as far as the
+// array allows, and the piece starts `head` bytes past lo. NCCL copies
+// buffers aligned to 16 bytes 16 bytes a load and others an element (here a
+// byte) at a time, and cuts fall anywhere: with pieces on 16-byte boundaries
+// alone, 2^30 int32 keys on 2 H200s exchanged in 1.25x the time of a plain
+// all-to-all of the same bytes (was 1.8x). The receiver puts the piece where
+// lo lands on a 16-byte boundary too (plan_pieces).
 inline constexpr std::size_t wire_align = 256;
 inline std::size_t align_wire(std::size_t x) { return (x + wire_align - 1) / wire_align * wire_align; }
 
 struct wire_piece {
   std::size_t lo = 0, hi = 0, head = 0;
-  std::size_t slot() const { return align_wire(hi - lo); }
 };
-inline wire_piece wire(long long a, long long b, std::size_t size, long long misalign, long long n) {
+inline wire_piece wire(long long a, long long b, std::size_t size, long long n) {
   if (b <= a) return {};
-  const std::size_t m = static_cast<std::size_t>(misalign);
   const std::size_t begin = static_cast<std::size_t>(a) * size, end = static_cast<std::size_t>(b) * size;
   const std::size_t total = static_cast<std::size_t>(n) * size;
   wire_piece w;
-  const std::size_t before = (m + begin) % wire_align;
-  w.lo = before <= begin ? begin - before : 0;
-  const std::size_t after = (wire_align - (m + end) % wire_align) % wire_align;
-  w.hi = end + after <= total ? end + after : total;
+  w.lo = begin / wire_align * wire_align;
+  w.hi = std::min(align_wire(end), total);
   w.head = begin - w.lo;
   return w;
 }
@@ -176,14 +181,20 @@ struct rank_state {
   header* header_send = nullptr;
   header* header_all = nullptr;
   splitter_buffers<K> search;
-  // The exchange receives into `big`: keys' slots, then values' slots.
-  char* recv_keys = nullptr;
-  char* recv_vals = nullptr;
-  K* tmp_keys = nullptr;  // the merge tree's second buffer (more than two pieces)
+  // `big` holds the keys' array, then the values': the local sort's runs
+  // (elements [0, n): what the rank sends, and its own pieces, which never
+  // move) and after them the slots the exchange receives into (from element
+  // n on), at element offsets that are the same in both arrays (plan_pieces), so
+  // that one 4-way merge reads keys and values of every piece at the same
+  // offsets.
+  K* keys = nullptr;
+  V* vals = nullptr;
+  K* tmp_keys = nullptr;  // the merge tree's second buffer (more than two pieces, no merge_four)
   V* tmp_vals = nullptr;
-  // The copy of the piece a rank keeps runs beside the NCCL group.
+  bool sorted = false;  // the runs hold the rank's shard, sorted (restore_shard)
+  // A stream of the rank's device (for a rank whose own stream is of another
+  // device: it still reports to the others).
   cudaStream_t side = nullptr;
-  cudaEvent_t sorted = nullptr, copied = nullptr;
 
   rank_state() = default;
   rank_state(const rank_state&) = delete;
@@ -195,8 +206,6 @@ struct rank_state {
     cudaSetDevice(device);
     big.reset();
     small.reset();
-    if (sorted != nullptr) cudaEventDestroy(sorted);
-    if (copied != nullptr) cudaEventDestroy(copied);
     if (side != nullptr) cudaStreamDestroy(side);
   }
 };
@@ -289,8 +298,6 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
   h.comp_code = type_code(typeid(Comp).name());
   check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&s.side, cudaStreamNonBlocking), algorithm, "cudaStreamCreate");
-  check_cuda(cudaEventCreateWithFlags(&s.sorted, cudaEventDisableTiming), algorithm, "cudaEventCreate");
-  check_cuda(cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming), algorithm, "cudaEventCreate");
   try {
     if (shard == nullptr) {
       throw std::invalid_argument(std::string("libmerge::") + algorithm + ": one shard per local rank is needed");
@@ -310,9 +317,8 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
       s.shard.keys = cuda_backend::device_pointer(s.shard.keys, dev, algorithm, WithValues ? "keys_first" : "first");
       if constexpr (WithValues) s.shard.vals = cuda_backend::device_pointer(s.shard.vals, dev, algorithm, "values_first");
     }
-    h.key_misalign = static_cast<long long>(reinterpret_cast<std::uintptr_t>(s.shard.keys) % wire_align);
-    h.value_misalign =
-        WithValues ? static_cast<long long>(reinterpret_cast<std::uintptr_t>(s.shard.vals) % wire_align) : 0;
+    h.four_way = cuda_backend::four_way_available<local_policy, K, V, WithValues, Comp>(
+        dev, std::max<index_t>(s.shard.n, 1), algorithm);
   } catch (const std::exception& e) {
     s.error = std::current_exception();
     h.failed = 1;
@@ -388,35 +394,67 @@ void check_headers(const std::vector<rank_state<K, V>>& st, const header* all, i
   }
 }
 
+// How a call goes for every rank alike, from the headers: the runs each
+// rank's local sort leaves, and whether the receiving ranks merge their
+// pieces in one 4-way pass (merge_four; else a tree of 2-way merges).
+struct call_plan {
+  int runs = 1;
+  bool four_way = false;
+  int pieces(int world) const { return world * runs; }
+  // The merge tree's second buffer: more than two pieces without merge_four.
+  bool needs_tmp(int world) const { return pieces(world) > (four_way ? 4 : 2); }
+};
+inline call_plan plan_call(const header* all, int world) {
+  call_plan c;
+  c.four_way = true;
+  for (int q = 0; q < world; ++q) c.four_way = c.four_way && all[q].four_way != 0;
+  // Two runs a rank where the receiving rank merges 2 x 2 pieces in one
+  // pass: the local sort's last merge level is then left out (2^30 int32
+  // keys on 2 GPUs: one 2-way pass of 2^29 keys fewer a rank).
+  c.runs = world == 2 && c.four_way ? 2 : 1;
+  return c;
+}
+
+// Elements of room around each received piece: NCCL moves pieces widened to
+// wire_align boundaries (wire()), up to wire_align - 1 bytes on each side.
+template <class K, class V, bool WithValues>
+std::size_t slot_margin() {
+  const std::size_t smallest = WithValues ? std::min(sizeof(K), sizeof(V)) : sizeof(K);
+  return (wire_align + smallest - 1) / smallest;
+}
+
 // The local sort and the exchange's buffers: a failure becomes the rank's
-// status, which travels with its cuts (check_cuts). The local sort's scratch
-// goes back to the pool before the exchange's buffers are taken.
+// status, which travels with its cuts (check_cuts). The runs and the receive
+// slots come from one allocation (rank_state::keys); the local sort's own
+// scratch is the caller's shard, which the merge overwrites at the end.
 template <bool WithValues, class K, class V, class Comp>
-long long sort_rank(rank_state<K, V>& s, int world, Comp comp, const char* algorithm) {
+long long sort_rank(rank_state<K, V>& s, int world, const call_plan& plan, Comp comp, const char* algorithm) {
   try {
     check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
-    const auto par = cuda::par.on(s.stream);
-    if constexpr (WithValues) {
-      libmerge::merge_sort_by_key(par, s.shard.keys, s.shard.keys + s.shard.n, s.shard.vals, comp);
-    } else {
-      libmerge::merge_sort(par, s.shard.keys, s.shard.keys + s.shard.n, comp);
+    const local_policy par = cuda::par.on(s.stream);
+    if (s.shard.n > 0) {
+      // The runs (n elements), the slots (n elements at most, and a margin
+      // on both sides of every piece, plus 16 to start each piece at the
+      // offset plan_pieces picks), and the tree's second buffer where needed.
+      const std::size_t n = static_cast<std::size_t>(s.shard.n);
+      const std::size_t elements =
+          2 * n + static_cast<std::size_t>(plan.pieces(world)) * (2 * slot_margin<K, V, WithValues>() + 16);
+      const std::size_t keys = align_wire(elements * sizeof(K)), vals = WithValues ? align_wire(elements * sizeof(V)) : 0;
+      const std::size_t tmp =
+          plan.needs_tmp(world) ? align_wire(n * sizeof(K)) + (WithValues ? align_wire(n * sizeof(V)) : 0) : 0;
+      s.big.emplace(cuda::pool_allocator{}, s.stream, keys + vals + tmp, algorithm);
+      char* p = s.big->template as<char>();
+      s.keys = reinterpret_cast<K*>(p);
+      if constexpr (WithValues) s.vals = reinterpret_cast<V*>(p + keys);
+      if (plan.needs_tmp(world)) {
+        s.tmp_keys = reinterpret_cast<K*>(p + keys + vals);
+        if constexpr (WithValues) s.tmp_vals = reinterpret_cast<V*>(p + keys + vals + align_wire(n * sizeof(K)));
+      }
     }
-    if (s.shard.n == 0) return 0;
-    // Received slots: the elements and up to 3 wire_align of padding a
-    // piece (wire()); the merge tree's second buffer with more than two
-    // pieces.
-    const std::size_t n = static_cast<std::size_t>(s.shard.n);
-    const std::size_t pad = static_cast<std::size_t>(world) * 3 * wire_align;
-    const std::size_t keys = align_wire(n * sizeof(K) + pad), vals = WithValues ? align_wire(n * sizeof(V) + pad) : 0;
-    const std::size_t tmp = world > 2 ? align16(n * sizeof(K)) + (WithValues ? align16(n * sizeof(V)) : 0) : 0;
-    s.big.emplace(cuda::pool_allocator{}, s.stream, keys + vals + tmp, algorithm);
-    char* p = s.big->template as<char>();
-    s.recv_keys = p;
-    s.recv_vals = p + keys;
-    if (world > 2) {
-      s.tmp_keys = reinterpret_cast<K*>(p + keys + vals);
-      if constexpr (WithValues) s.tmp_vals = reinterpret_cast<V*>(p + keys + vals + align16(n * sizeof(K)));
-    }
+    cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
+        par, s.shard.keys, s.shard.vals, s.shard.n,
+        cuda_backend::runs_target<K, V>{s.keys, s.vals, plan.runs == 2, s.search.width}, comp, algorithm);
+    s.sorted = true;
     return 0;
   } catch (...) {
     s.error = std::current_exception();
@@ -424,133 +462,201 @@ long long sort_rank(rank_state<K, V>& s, int world, Comp comp, const char* algor
   }
 }
 
+// Puts a rank's own elements back into its shard, sorted, after a failure
+// past the local sort (which used the shard as scratch): the merge of its
+// runs, or their copy. Best effort: a device that failed cannot be helped.
+template <bool WithValues, class K, class V, class Comp>
+void restore_shard(rank_state<K, V>& s, Comp comp, const char* algorithm) noexcept {
+  if (!s.sorted || s.shard.n == 0) return;
+  try {
+    cudaSetDevice(s.device);
+    long long w = s.shard.n;
+    if (cudaMemcpyAsync(&w, s.search.width, sizeof(w), cudaMemcpyDeviceToHost, s.stream) != cudaSuccess ||
+        cudaStreamSynchronize(s.stream) != cudaSuccess) {
+      return;
+    }
+    w = std::clamp<long long>(w, 0, s.shard.n);
+    const local_policy par = cuda::par.on(s.stream);
+    const K* k = s.keys;
+    if constexpr (WithValues) {
+      libmerge::merge_by_key(par, k, k + w, k + w, k + s.shard.n, s.vals, s.vals + w, s.shard.keys, s.shard.vals,
+                             comp);
+    } else {
+      libmerge::merge(par, k, k + w, k + w, k + s.shard.n, s.shard.keys, comp);
+    }
+    cudaStreamSynchronize(s.stream);
+  } catch (...) {
+  }
+  (void)algorithm;
+}
+
+// A rank's cut matrix as the host received it (the same on every rank):
+// cut(q, j, s) = S of rank q's run j at boundary s, q's status and the
+// length of its first run.
+struct cut_matrix {
+  const long long* words;
+  int world, runs;
+  std::size_t stride() const { return static_cast<std::size_t>(runs) * (static_cast<std::size_t>(world) + 1) + 2; }
+  long long cut(int q, int j, int s) const {
+    return words[static_cast<std::size_t>(q) * stride() + static_cast<std::size_t>(j) * (static_cast<std::size_t>(world) + 1) +
+                 static_cast<std::size_t>(s)];
+  }
+  long long status(int q) const { return words[static_cast<std::size_t>(q) * stride() + stride() - 2]; }
+  long long width(int q) const { return words[static_cast<std::size_t>(q) * stride() + stride() - 1]; }
+  // Where run j of rank q (length n) starts in its runs, and its length.
+  long long run_begin(int q, int j) const { return j == 0 ? 0 : width(q); }
+  long long run_length(int q, int j, long long n) const { return runs == 1 ? n : (j == 0 ? width(q) : n - width(q)); }
+  // Rank q's piece of run j for rank s: [from, to) of its runs.
+  long long from(int q, int j, int s) const { return run_begin(q, j) + cut(q, j, s); }
+  long long count(int q, int j, int s) const { return cut(q, j, s + 1) - cut(q, j, s); }
+};
+
 // The checks every rank makes alike on the cut matrix (the same on every
 // rank): a rank that failed after the headers, and cuts that do not add up
 // (a comparator that is no strict weak ordering).
-template <class K, class V, class Cut>
-void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, int world, Cut cut, const char* algorithm) {
+template <class K, class V>
+void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m, const char* algorithm) {
   rethrow_local_failure(st);
+  const int world = m.world;
   for (int q = 0; q < world; ++q) {
-    if (cut(q, world + 1) != 0) {
+    if (m.status(q) != 0) {
       throw std::runtime_error(std::string("libmerge::") + algorithm + ": rank " + std::to_string(q) +
                                " failed in its local sort or allocating the exchange's buffers (its exception "
                                "says why); nothing was exchanged");
     }
   }
+  const auto uneven = [&] {
+    return std::runtime_error(std::string("libmerge::") + algorithm +
+                              ": the ranks' splitters do not add up: the comparator is not a strict weak "
+                              "ordering, or the ranks passed different data types or comparators; nothing was "
+                              "exchanged");
+  };
+  for (int q = 0; q < world; ++q) {
+    if (m.width(q) < 0 || m.width(q) > all[q].n) throw uneven();
+  }
   long long g = 0;
   for (int s = 0; s <= world; ++s) {
     long long sum = 0;
     for (int q = 0; q < world; ++q) {
-      sum += cut(q, s);
-      const bool ordered = s == 0 || cut(q, s) >= cut(q, s - 1);
-      if (!ordered || cut(q, s) < 0 || cut(q, s) > all[q].n) sum = -1;
+      for (int j = 0; j < m.runs; ++j) {
+        const long long c = m.cut(q, j, s);
+        sum += c;
+        const bool ordered = s == 0 ? c == 0 : c >= m.cut(q, j, s - 1);
+        if (!ordered || c < 0 || c > m.run_length(q, j, all[q].n)) sum = -1 - g;
+      }
     }
-    if (sum != g) {
-      throw std::runtime_error(std::string("libmerge::") + algorithm +
-                               ": the ranks' splitters do not add up: the comparator is not a strict weak "
-                               "ordering, or the ranks passed different data types or comparators; nothing was "
-                               "exchanged");
-    }
+    if (sum != g) throw uneven();
     if (s < world) g += all[s].n;
   }
 }
 
-// What a local rank sends and receives of one array (elements of `size`
-// bytes): pieces for the transport, and where each received piece starts in
-// its slot.
-struct wire_plan {
-  pieces out, in;
-  std::vector<std::size_t> head;
+// Where local rank r's pieces are and travel. Received piece (q, j) (from
+// rank q's run j) lands at element at[q * runs + j] of the rank's arrays
+// (after its runs: from element n on); its own pieces stay in its runs, at
+// their offsets there. One offset serves the keys and the values: plan_pieces
+// starts each received piece at an element congruent to its position in the
+// sender's array modulo 16, so that NCCL writes it from a 16-byte boundary
+// in both arrays when the senders' arrays are 16-byte aligned.
+struct piece_plan {
+  std::vector<long long> at, n;  // world * runs: every piece's offset and length, in (rank, run) order
 };
-template <class Cut>
-wire_plan plan_wire(int r, int world, std::size_t size, const header* all, bool values, Cut cut) {
-  wire_plan p;
-  std::size_t at = 0;
-  for (int q = 0; q < world; ++q) {
-    const long long mine = values ? all[r].value_misalign : all[r].key_misalign;
-    const long long theirs = values ? all[q].value_misalign : all[q].key_misalign;
-    const wire_piece o = wire(cut(r, q), cut(r, q + 1), size, mine, all[r].n);
-    const wire_piece i = wire(cut(q, r), cut(q, r + 1), size, theirs, all[q].n);
-    p.out.offset.push_back(o.lo);
-    p.out.bytes.push_back(o.hi - o.lo);
-    p.in.offset.push_back(at);
-    p.in.bytes.push_back(i.hi - i.lo);
-    p.head.push_back(i.head);
-    at += i.slot();
+inline piece_plan plan_pieces(int r, const cut_matrix& m, const header* all, std::size_t margin) {
+  piece_plan p;
+  long long cursor = all[r].n;
+  for (int q = 0; q < m.world; ++q) {
+    for (int j = 0; j < m.runs; ++j) {
+      const long long count = m.count(q, j, r);
+      long long at = 0;
+      if (q == r) {
+        at = m.from(r, j, r);
+      } else if (count > 0) {
+        const long long a = m.from(q, j, r);
+        at = cursor + static_cast<long long>(margin);
+        at += ((a - at) % 16 + 16) % 16;
+        cursor = at + count + static_cast<long long>(margin);
+      }
+      p.at.push_back(at);
+      p.n.push_back(count);
+    }
   }
   return p;
 }
 
-// Step 4 over every local rank: keys and values in one NCCL group (kp, vp:
-// each rank's wire plans, for the merge to find the pieces); the piece a rank
-// keeps is copied on its side stream meanwhile, and the rank's stream waits
-// for that copy.
-template <bool WithValues, class K, class V, class Transport, class Cut>
-void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, Cut cut,
-                     std::vector<wire_plan>& kp, std::vector<wire_plan>& vp, const char* algorithm) {
-  const int world = t.world();
-  for (rank_state<K, V>& s : st) {
-    kp.push_back(plan_wire(s.rank, world, sizeof(K), all, false, cut));
-    if constexpr (WithValues) vp.push_back(plan_wire(s.rank, world, sizeof(V), all, true, cut));
-    check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
-    check_cuda(cudaEventRecord(s.sorted, s.stream), algorithm, "cudaEventRecord");
-    check_cuda(cudaStreamWaitEvent(s.side, s.sorted, 0), algorithm, "cudaStreamWaitEvent");
+// What local rank r sends and receives of one array (elements of `size`
+// bytes, whose runs start at base) for run j: pieces for the transport.
+struct wire_plan {
+  pieces out, in;
+};
+inline wire_plan plan_wire(int r, int j, const cut_matrix& m, const piece_plan& pp, std::size_t size,
+                           const header* all) {
+  wire_plan p;
+  for (int q = 0; q < m.world; ++q) {
+    wire_piece o, i;
+    if (q != r) {  // every rank's runs start on a wire_align boundary (rank_state::keys)
+      o = wire(m.from(r, j, q), m.from(r, j, q) + m.count(r, j, q), size, all[r].n);
+      i = wire(m.from(q, j, r), m.from(q, j, r) + m.count(q, j, r), size, all[q].n);
+    }
+    const std::size_t at = static_cast<std::size_t>(pp.at[static_cast<std::size_t>(q * m.runs + j)]);
+    p.out.offset.push_back(o.lo);
+    p.out.bytes.push_back(o.hi - o.lo);
+    p.in.offset.push_back(i.hi > i.lo ? at * size - i.head : 0);
+    p.in.bytes.push_back(i.hi - i.lo);
   }
-  auto send = [&](const std::vector<wire_plan>& p, bool values) {
+  return p;
+}
+
+// Step 4 over every local rank: every run's pieces, keys and values, in one
+// NCCL group, from the runs into the slots (plan_pieces). A rank's own pieces
+// do not move.
+template <bool WithValues, class K, class V, class Transport>
+void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
+                     const std::vector<piece_plan>& pp) {
+  auto send = [&](int j, bool values) {
     std::vector<const char*> from;
     std::vector<char*> to;
     std::vector<pieces> out, in;
     for (std::size_t i = 0; i < st.size(); ++i) {
-      from.push_back(values ? reinterpret_cast<const char*>(st[i].shard.vals)
-                            : reinterpret_cast<const char*>(st[i].shard.keys));
-      to.push_back(values ? st[i].recv_vals : st[i].recv_keys);
-      out.push_back(p[i].out);
-      in.push_back(p[i].in);
+      char* base = values ? reinterpret_cast<char*>(st[i].vals) : reinterpret_cast<char*>(st[i].keys);
+      const wire_plan w = plan_wire(st[i].rank, j, m, pp[i], values ? sizeof(V) : sizeof(K), all);
+      from.push_back(base);
+      to.push_back(base);
+      out.push_back(w.out);
+      in.push_back(w.in);
     }
     t.exchange(from, out, to, in);
   };
   t.grouped([&] {
-    send(kp, false);
-    if constexpr (WithValues) send(vp, true);
+    for (int j = 0; j < m.runs; ++j) {
+      send(j, false);
+      if constexpr (WithValues) send(j, true);
+    }
   });
-  // The kept piece's copy, queued after the NCCL kernels so that they take
-  // their SMs first (queued before, the copy held every SM while the
-  // exchange waited: 1.25x against 1.07x the plain all-to-all on 2 H200s).
-  for (std::size_t i = 0; i < st.size(); ++i) {
-    rank_state<K, V>& s = st[i];
-    check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
-    auto keep = [&](const wire_plan& p, const void* from, char* to) {
-      const std::size_t r = static_cast<std::size_t>(s.rank);
-      if (p.in.bytes[r] == 0) return;
-      check_cuda(cudaMemcpyAsync(to + p.in.offset[r], static_cast<const char*>(from) + p.out.offset[r],
-                                 p.in.bytes[r], cudaMemcpyDeviceToDevice, s.side),
-                 algorithm, "cudaMemcpyAsync (the rank's own piece)");
-    };
-    keep(kp[i], s.shard.keys, s.recv_keys);
-    if constexpr (WithValues) keep(vp[i], s.shard.vals, s.recv_vals);
-    check_cuda(cudaEventRecord(s.copied, s.side), algorithm, "cudaEventRecord");
-    check_cuda(cudaStreamWaitEvent(s.stream, s.copied, 0), algorithm, "cudaStreamWaitEvent");
-  }
 }
 
-// The pieces rank s received, as runs in rank order for merge_runs: each
-// starts where wire() put it in its slot.
-template <bool WithValues, class K, class V, class Cut>
-std::vector<run<K, V>> received_runs(const rank_state<K, V>& s, int world, const wire_plan& kp, const wire_plan* vp,
-                                     Cut cut) {
+// Step 5 for one rank: its pieces (in rank and run order, so that ties stay
+// stable) merged into its shard: in one 4-way pass (merge_four) where there
+// are 3 or 4 of them and the types have it, else by merge_runs (a copy, one
+// merge, or a tree).
+template <bool WithValues, class K, class V, class Comp>
+void merge_pieces(rank_state<K, V>& s, const call_plan& plan, const piece_plan& pp, Comp comp, const char* algorithm) {
   std::vector<run<K, V>> runs;
+  index_t at[4] = {0, 0, 0, 0}, len[4] = {0, 0, 0, 0};
   long long out = 0;
-  for (int q = 0; q < world; ++q) {
-    const std::size_t u = static_cast<std::size_t>(q);
-    const long long n = cut(q, s.rank + 1) - cut(q, s.rank);
-    if (n == 0) continue;
-    const K* k = reinterpret_cast<const K*>(s.recv_keys + kp.in.offset[u] + kp.head[u]);
-    const V* v = nullptr;
-    if constexpr (WithValues) v = reinterpret_cast<const V*>(s.recv_vals + vp->in.offset[u] + vp->head[u]);
-    runs.push_back({k, v, out, n});
-    out += n;
+  for (std::size_t u = 0; u < pp.n.size(); ++u) {
+    if (pp.n[u] == 0) continue;
+    if (runs.size() < 4) {
+      at[runs.size()] = pp.at[u];
+      len[runs.size()] = pp.n[u];
+    }
+    runs.push_back({s.keys + pp.at[u], WithValues ? s.vals + pp.at[u] : nullptr, out, pp.n[u]});
+    out += pp.n[u];
   }
-  return runs;
+  if (plan.four_way && runs.size() >= 3 && runs.size() <= 4) {
+    cuda_backend::merge_four<local_policy, K, V, WithValues>(cuda::par.on(s.stream), s.keys, s.vals, at, len,
+                                                             s.shard.keys, s.shard.vals, comp, algorithm);
+  } else {
+    merge_runs<WithValues>(s, std::move(runs), comp, algorithm);
+  }
 }
 
 // The sort of every shard this process drives (one per local rank of t).
@@ -588,7 +694,8 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     return;
   }
 
-  const std::size_t words = static_cast<std::size_t>(world) + 2;  // a rank's cuts and status
+  // A rank's record of cuts, status and width: sized for two runs.
+  const std::size_t words = 2 * (static_cast<std::size_t>(world) + 1) + 2;
   const std::size_t L = static_cast<std::size_t>(local), W = static_cast<std::size_t>(world);
   host_staging staging(L * sizeof(header) + L * W * sizeof(header) + L * W * words * sizeof(long long));
   const host_view h{reinterpret_cast<header*>(staging.data()),
@@ -626,61 +733,63 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   check_headers(st, all, world, algorithm);
   long long longest = 0;
   for (int q = 0; q < world; ++q) longest = std::max(longest, all[q].n);
+  const call_plan plan = plan_call(all, world);
 
-  // 2. Local sorts.
-  std::vector<long long> status, lengths;
-  std::vector<const K*> keys;
-  std::vector<const long long*> all_lengths;
-  for (rank_state<K, V>& s : st) {
-    status.push_back(sort_rank<WithValues>(s, world, comp, algorithm));
-    lengths.push_back(static_cast<long long>(s.shard.n));
-    keys.push_back(s.shard.keys);
-    all_lengths.push_back(&s.header_all[0].n);
+  // From the local sort on, the shard is the sort's scratch: whatever fails
+  // after it, each rank gets its own elements back, sorted (restore_shard).
+  try {
+    // 2. Local sorts, into each rank's runs.
+    std::vector<long long> status, lengths;
+    std::vector<const K*> keys;
+    std::vector<const long long*> all_lengths;
+    for (rank_state<K, V>& s : st) {
+      s.search.runs = plan.runs;
+      status.push_back(sort_rank<WithValues>(s, world, plan, comp, algorithm));
+      lengths.push_back(static_cast<long long>(s.shard.n));
+      // (A rank whose buffers failed searches its shard: in range, and its
+      // status makes every rank throw.)
+      keys.push_back(s.keys != nullptr ? s.keys : s.shard.keys);
+      all_lengths.push_back(&s.header_all[0].n);
+    }
+    mark(1);
+
+    // 3. Splitters, and every rank's cuts and status to every host (wait 2).
+    const cut_matrix m{h.splits, world, plan.runs};
+    collective([&] {
+      std::vector<splitter_buffers<K>> bufs;
+      for (rank_state<K, V>& s : st) bufs.push_back(s.search);
+      find_splitters(t, bufs, keys, lengths, status, all_lengths, static_cast<int>(sizeof(header) / sizeof(long long)),
+                     longest, comp, [&](int i) { scope.set(st[static_cast<std::size_t>(i)].device, algorithm); },
+                     algorithm);
+      for (std::size_t i = 0; i < L; ++i) {
+        scope.set(st[i].device, algorithm);
+        check_cuda(cudaMemcpyAsync(h.splits + i * W * m.stride(), st[i].search.splits_all,
+                                   W * m.stride() * sizeof(long long), cudaMemcpyDeviceToHost, st[i].stream),
+                   algorithm, "cudaMemcpyAsync (cuts)");
+      }
+      t.wait_all();
+    });
+    check_cuts(st, all, m, algorithm);
+    mark(2);
+
+    // 4. Exchange, and 5. the merge of what each rank received, queued
+    // behind it on the rank's stream; then wait for the end (wait 3).
+    collective([&] {
+      std::vector<piece_plan> pp;
+      for (rank_state<K, V>& s : st) pp.push_back(plan_pieces(s.rank, m, all, slot_margin<K, V, WithValues>()));
+      exchange_pieces<WithValues>(t, st, all, m, pp);
+      mark(3);
+      for (std::size_t i = 0; i < L; ++i) {
+        scope.set(st[i].device, algorithm);
+        merge_pieces<WithValues>(st[i], plan, pp[i], comp, algorithm);
+      }
+      mark(4);
+      t.wait_all();
+    });
+  } catch (...) {
+    for (rank_state<K, V>& s : st) restore_shard<WithValues>(s, comp, algorithm);
+    throw;
   }
-  mark(1);
-
-  // 3. Splitters, and every rank's cuts and status to every host (wait 2).
-  collective([&] {
-    std::vector<splitter_buffers<K>> bufs;
-    for (rank_state<K, V>& s : st) bufs.push_back(s.search);
-    find_splitters(t, bufs, keys, lengths, status, all_lengths, static_cast<int>(sizeof(header) / sizeof(long long)),
-                   longest, comp, [&](int i) { scope.set(st[static_cast<std::size_t>(i)].device, algorithm); },
-                   algorithm);
-    for (std::size_t i = 0; i < L; ++i) {
-      scope.set(st[i].device, algorithm);
-      check_cuda(cudaMemcpyAsync(h.splits + i * W * words, st[i].search.splits_all, W * words * sizeof(long long),
-                                 cudaMemcpyDeviceToHost, st[i].stream),
-                 algorithm, "cudaMemcpyAsync (cuts)");
-    }
-    t.wait_all();
-  });
-  // cut(q, s) = S_q(s); cut(q, world + 1) is rank q's status.
-  auto cut = [&](int q, int s) { return h.splits[static_cast<std::size_t>(q) * words + static_cast<std::size_t>(s)]; };
-  check_cuts(st, all, world, cut, algorithm);
-  mark(2);
-
-  // 4. Exchange (exchange_pieces).
-  collective([&] {
-    std::vector<wire_plan> kp, vp;
-    exchange_pieces<WithValues>(t, st, all, cut, kp, vp, algorithm);
-    mark(3);
-
-    // 5. Merge what each rank received, then wait for the end (wait 4).
-    for (std::size_t i = 0; i < L; ++i) {
-      rank_state<K, V>& s = st[i];
-      // Host wait 3: the merge overwrites the caller's shard, so it starts
-      // only once every piece has arrived; a rank that fails during the
-      // exchange leaves every shard as it was sorted locally. A rank at a
-      // time, so that one thread driving several GPUs starts each merge as
-      // its rank is ready (waiting for all first cost 0.44 ms on 4 H200s).
-      t.wait(static_cast<int>(i));
-      scope.set(s.device, algorithm);
-      merge_runs<WithValues>(s, received_runs<WithValues>(s, world, kp[i], WithValues ? &vp[i] : nullptr, cut), comp,
-                             algorithm);
-    }
-    mark(4);
-    t.wait_all();
-  });
 }
 
 }  // namespace libmerge::detail::nccl_backend

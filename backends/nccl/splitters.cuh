@@ -11,10 +11,18 @@
 // c lies in the first G_s, so S_r(s) >= L_r(c) (+1 if c is r's own);
 // otherwise S_r(s) <= L_r(c). Each rank proposes `proposals` evenly spaced
 // elements of its open interval [lo, hi] for each boundary, so its interval
-// shrinks to 1/(proposals+1) each round: 5 rounds for shards of 2^32. Every
+// shrinks to 1/(proposals+1) each round: 4 rounds for shards of 2^32. Every
 // rank sees the same candidates and counts, so they agree without a host
 // round trip. Each round is one all-gather and one all-reduce of a few
 // hundred bytes.
+//
+// A rank may hold its shard as `runs` sorted runs (2: [0, W) and [W, n),
+// the local sort one merge level short, W in device memory): then the search
+// is over world * runs sequences, sequence v = rank * runs + j, in the same
+// order as (rank, position) since run 0 holds the earlier positions. Each
+// rank proposes from each of its runs, counts every candidate in each of its
+// runs (the sums are what the all-reduce adds up) and narrows an interval a
+// run and boundary.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -29,13 +37,14 @@
 
 namespace libmerge::detail::nccl_backend {
 
-// Elements each rank proposes for each boundary a round. More take fewer
-// rounds (each a pair of collectives, tens of microseconds with 4 GPUs) for
-// larger messages (still latency-bound) and more work for count_kernel (a
-// binary search a candidate): 127 gives 4 rounds for 2^28 elements a rank and
-// 5 for 2^32, where 31 gave 6 and 7; 4 ranks exchange 3 x 127 candidates
-// each.
-inline constexpr int proposals = 127;
+// Elements each rank proposes for each interval (run and boundary) a round.
+// More take fewer rounds (each a pair of collectives and three kernels, about
+// 70 us on 2 GPUs driven from one thread) for larger messages (still
+// latency-bound: 4 ranks send 3 x 1023 candidates each) and more work for
+// count_kernel (a binary search a candidate and run): 1023 takes 3 rounds
+// for runs of 2^28 (2^30 int32 keys on 2 GPUs, two runs a rank) where 127
+// took 5, and 4 rounds for 2^32.
+inline constexpr int proposals = 1023;
 
 inline std::size_t align16(std::size_t x) { return (x + 15) / 16 * 16; }
 
@@ -53,34 +62,50 @@ inline int splitter_rounds(long long longest) {
 
 // Kernels of the search (a few hundred threads each).
 
-// Boundary s's first interval for rank `rank` and its global target G_s:
-// S_r(s) lies in [max(0, G_s - (N - n_r)), min(n_r, G_s)].
+// Run j of a rank's shard of n elements whose first run is `width` long.
+struct run_of {
+  long long begin, n;
+};
+// (Clamped: a rank whose local sort failed has no width, and its search
+// must still read in range; its status makes every rank throw.)
+__device__ __forceinline__ run_of run_at(int j, int runs, long long width, long long n) {
+  if (runs == 1) return {0, n};
+  const long long w = width < 0 ? 0 : (width > n ? n : width);
+  return j == 0 ? run_of{0, w} : run_of{w, n - w};
+}
+
+// Interval t = j * boundaries + b (run j, boundary b + 1)'s first bounds
+// and global target G: S_v(b) lies in [max(0, G - (N - n_v)), min(n_v, G)].
 template <int = 0>
-__global__ void init_intervals_kernel(const long long* lengths, int stride, int world, int rank, long long* lo,
-                                      long long* hi, long long* target) {
-  const int b = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (b >= world - 1) return;
+__global__ void init_intervals_kernel(const long long* lengths, int stride, int world, int rank, int runs,
+                                      const long long* width, long long* lo, long long* hi, long long* target) {
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int boundaries = world - 1;
+  if (t >= runs * boundaries) return;
+  const int j = t / boundaries, b = t % boundaries;
   long long g = 0, total = 0;
   for (int q = 0; q < world; ++q) {
     if (q <= b) g += lengths[q * stride];
     total += lengths[q * stride];
   }
-  const long long n = lengths[rank * stride];
+  const long long n = run_at(j, runs, *width, lengths[rank * stride]).n;
   const long long others = total - n;
-  lo[b] = g - others > 0 ? g - others : 0;
-  hi[b] = g < n ? g : n;
-  target[b] = g;
+  lo[t] = g - others > 0 ? g - others : 0;
+  hi[t] = g < n ? g : n;
+  target[t] = g;
 }
 
-// Rank's proposals for every boundary: `proposals` evenly spaced positions of
-// [lo, hi) (all of them once the interval is that short; -1 where none).
+// Rank's proposals for every interval: `proposals` evenly spaced positions of
+// [lo, hi) in the interval's run (all of them once the interval is that
+// short; -1 where none). Positions are within the run.
 template <class K>
-__global__ void propose_kernel(const K* keys, const long long* lo, const long long* hi, int boundaries,
-                               long long* cand_pos, K* cand_keys) {
+__global__ void propose_kernel(const K* keys, long long n, int runs, const long long* width, const long long* lo,
+                               const long long* hi, int intervals, int boundaries, long long* cand_pos,
+                               K* cand_keys) {
   const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= boundaries * proposals) return;
-  const int b = c / proposals, j = c % proposals;
-  const long long l = lo[b], m = hi[b] - l;
+  if (c >= intervals * proposals) return;
+  const int t = c / proposals, j = c % proposals;
+  const long long l = lo[t], m = hi[t] - l;
   long long p = -1;
   if (m > proposals) {
     p = l + static_cast<long long>((static_cast<unsigned long long>(j + 1) * static_cast<unsigned long long>(m)) /
@@ -89,49 +114,61 @@ __global__ void propose_kernel(const K* keys, const long long* lo, const long lo
     p = l + j;
   }
   cand_pos[c] = p;
-  if (p >= 0) cand_keys[c] = keys[p];
+  if (p >= 0) cand_keys[c] = keys[run_at(t / boundaries, runs, *width, n).begin + p];
 }
 
-// This rank's count L_r(c) of every rank's candidates (see the top of the
-// file). `block` is one rank's packed candidates: positions, then keys at
-// key_offset.
+// This rank's counts of every rank's candidates: local[j * total + c] is
+// L_v(c) for its run j (see the top of the file), sum[c] their sum (what
+// the all-reduce adds up over the ranks). `block` is one rank's packed
+// candidates: positions, then keys at key_offset; a rank's candidates come
+// run by run (per_run of them each).
 template <class K, class Comp>
-__global__ void count_kernel(const K* keys, long long n, int rank, int world, int per_rank, const char* all,
-                             std::size_t block, std::size_t key_offset, unsigned long long* counts, Comp comp) {
+__global__ void count_kernel(const K* keys, long long n, int rank, int world, int runs, const long long* width,
+                             int per_run, const char* all, std::size_t block, std::size_t key_offset,
+                             unsigned long long* local, unsigned long long* sum, Comp comp) {
   const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (c >= world * per_rank) return;
-  const int q = c / per_rank, j = c % per_rank;
+  const int per_rank = runs * per_run;
+  const int total = world * per_rank;
+  if (c >= total) return;
+  const int q = c / per_rank, i = c % per_rank;
+  const int vc = q * runs + i / per_run;  // the candidate's sequence
   const char* from = all + static_cast<std::size_t>(q) * block;
-  const long long p = reinterpret_cast<const long long*>(from)[j];
-  if (p < 0) {
-    counts[c] = 0;
-    return;
-  }
-  if (q == rank) {
-    counts[c] = static_cast<unsigned long long>(p);
-    return;
-  }
-  const K x = reinterpret_cast<const K*>(from + key_offset)[j];
-  long long first = 0, len = n;
-  while (len > 0) {
-    const long long half = len / 2;
-    const bool before = q < rank ? comp(keys[first + half], x) : !comp(x, keys[first + half]);
-    if (before) {
-      first += half + 1;
-      len -= half + 1;
-    } else {
-      len = half;
+  const long long p = reinterpret_cast<const long long*>(from)[i];
+  unsigned long long all_runs = 0;
+  for (int j = 0; j < runs; ++j) {
+    unsigned long long count = 0;
+    const int v = rank * runs + j;
+    if (p >= 0 && v == vc) {
+      count = static_cast<unsigned long long>(p);
+    } else if (p >= 0) {
+      const K x = reinterpret_cast<const K*>(from + key_offset)[i];
+      const run_of r = run_at(j, runs, *width, n);
+      const K* run = keys + r.begin;
+      long long first = 0, len = r.n;
+      while (len > 0) {
+        const long long half = len / 2;
+        const bool before = vc < v ? comp(run[first + half], x) : !comp(x, run[first + half]);
+        if (before) {
+          first += half + 1;
+          len -= half + 1;
+        } else {
+          len = half;
+        }
+      }
+      count = static_cast<unsigned long long>(first);
     }
+    local[static_cast<std::size_t>(j) * static_cast<std::size_t>(total) + static_cast<std::size_t>(c)] = count;
+    all_runs += count;
   }
-  counts[c] = static_cast<unsigned long long>(first);
+  sum[c] = all_runs;
 }
 
-// Narrows each boundary's interval with every candidate's global position:
-// a block a boundary, its threads over the candidates, the tightest bounds by
-// a block reduction. (One thread a boundary, reading every candidate in turn,
-// was bound by the loads' latency: about 0.1 ms a round for 4 ranks of 93
+// Narrows each interval with every candidate's global position: a block an
+// interval, its threads over the candidates, the tightest bounds by a block
+// reduction. (One thread a boundary, reading every candidate in turn, was
+// bound by the loads' latency: about 0.1 ms a round for 4 ranks of 93
 // candidates each, most of the 0.87 ms of splitters on 4 H200s.)
-inline constexpr int narrow_threads = 128;
+inline constexpr int narrow_threads = 256;
 
 struct max_of {
   __device__ long long operator()(long long a, long long b) const { return a > b ? a : b; }
@@ -142,21 +179,25 @@ struct min_of {
 
 template <int NT = narrow_threads>
 __global__ void __launch_bounds__(NT)
-    narrow_kernel(int world, int rank, int per_rank, const char* all, std::size_t block,
+    narrow_kernel(int world, int rank, int runs, int boundaries, int per_run, const char* all, std::size_t block,
                   const unsigned long long* local, const unsigned long long* global, const long long* target,
                   long long* lo, long long* hi) {
   using reduce = cub::BlockReduce<long long, NT>;
   __shared__ typename reduce::TempStorage low_storage, high_storage;
-  const int b = static_cast<int>(blockIdx.x);
-  long long l = lo[b], h = hi[b];
-  const unsigned long long g = static_cast<unsigned long long>(target[b]);
-  for (int c = static_cast<int>(threadIdx.x); c < world * per_rank; c += NT) {
-    const int q = c / per_rank;
-    const long long p = reinterpret_cast<const long long*>(all + static_cast<std::size_t>(q) * block)[c % per_rank];
+  const int t = static_cast<int>(blockIdx.x);
+  const int v = rank * runs + t / boundaries;  // the interval's sequence
+  const int per_rank = runs * per_run;
+  const int total = world * per_rank;
+  long long l = lo[t], h = hi[t];
+  const unsigned long long g = static_cast<unsigned long long>(target[t]);
+  const unsigned long long* mine = local + static_cast<std::size_t>(t / boundaries) * static_cast<std::size_t>(total);
+  for (int c = static_cast<int>(threadIdx.x); c < total; c += NT) {
+    const int q = c / per_rank, i = c % per_rank;
+    const long long p = reinterpret_cast<const long long*>(all + static_cast<std::size_t>(q) * block)[i];
     if (p < 0) continue;
-    const long long count = static_cast<long long>(local[c]);
+    const long long count = static_cast<long long>(mine[c]);
     if (global[c] < g) {
-      const long long at_least = count + (q == rank ? 1 : 0);
+      const long long at_least = count + (q * runs + i / per_run == v ? 1 : 0);
       l = at_least > l ? at_least : l;
     } else {
       h = count < h ? count : h;
@@ -167,19 +208,29 @@ __global__ void __launch_bounds__(NT)
   // A comparator that is no strict weak ordering can cross the bounds; the
   // host's check of the cuts reports it.
   if (threadIdx.x == 0) {
-    lo[b] = l;
-    hi[b] = h > l ? h : l;
+    lo[t] = l;
+    hi[t] = h > l ? h : l;
   }
 }
 
-// The rank's cuts [0, S(1), .., S(world-1), n], then its status (non-zero:
-// this rank failed after the headers, in its local sort or allocating the
-// exchange's buffers).
+// The rank's record: for each run j, its cuts [0, S_v(1), .., S_v(world-1),
+// n_v] (world + 1 words), then its status (non-zero: this rank failed after
+// the headers, in its local sort or allocating the exchange's buffers), then
+// the first run's length W.
 template <int = 0>
-__global__ void splits_kernel(const long long* lo, int world, long long n, long long status, long long* splits) {
+__global__ void splits_kernel(const long long* lo, int world, int runs, long long n, const long long* width,
+                              long long status, long long* splits) {
   const int s = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (s > world + 1) return;
-  splits[s] = s == 0 ? 0 : (s == world ? n : (s == world + 1 ? status : lo[s - 1]));
+  const int cuts = runs * (world + 1);
+  if (s >= cuts + 2) return;
+  const long long w = runs == 1 ? n : run_at(0, runs, *width, n).n;
+  if (s >= cuts) {
+    splits[s] = s == cuts ? status : w;
+    return;
+  }
+  const int j = s / (world + 1), b = s % (world + 1);
+  const long long len = runs == 1 ? n : (j == 0 ? w : n - w);
+  splits[s] = b == 0 ? 0 : (b == world ? len : lo[j * (world - 1) + b - 1]);
 }
 
 
@@ -190,25 +241,35 @@ __global__ void splits_kernel(const long long* lo, int world, long long n, long 
 template <class K>
 struct splitter_buffers {
   int world = 0;
+  int runs = 1;
   char* cand = nullptr;
   char* cand_all = nullptr;
-  unsigned long long* counts = nullptr;
-  unsigned long long* counts_all = nullptr;
-  long long *lo = nullptr, *hi = nullptr, *target = nullptr;
-  long long* splits = nullptr;      // world + 2 words
-  long long* splits_all = nullptr;  // world x (world + 2)
+  unsigned long long* counts = nullptr;      // runs x all_candidates(): this rank's, run by run
+  unsigned long long* counts_sum = nullptr;  // their sum over the runs (all-reduced)
+  unsigned long long* counts_all = nullptr;  // every candidate's global position
+  long long *lo = nullptr, *hi = nullptr, *target = nullptr;  // an interval a run and boundary
+  long long* width = nullptr;                                  // the first run's length (the local sort's)
+  long long* splits = nullptr;                                 // split_words()
+  long long* splits_all = nullptr;                             // world x split_words()
 
   int boundaries() const { return world - 1; }
-  int per_rank() const { return boundaries() * proposals; }
+  int intervals() const { return runs * boundaries(); }
+  int per_run() const { return boundaries() * proposals; }
+  int per_rank() const { return runs * per_run(); }
   std::size_t key_offset() const { return align16(static_cast<std::size_t>(per_rank()) * sizeof(long long)); }
   std::size_t block() const { return align16(key_offset() + static_cast<std::size_t>(per_rank()) * sizeof(K)); }
   std::size_t all_candidates() const { return static_cast<std::size_t>(world) * static_cast<std::size_t>(per_rank()); }
-  std::size_t split_words() const { return static_cast<std::size_t>(world) + 2; }
+  std::size_t split_words() const { return static_cast<std::size_t>(runs) * (static_cast<std::size_t>(world) + 1) + 2; }
 
+  // Sized for two runs, whichever the call takes (carved before the headers say).
   std::vector<std::size_t> sizes() const {
-    return {block(), static_cast<std::size_t>(world) * block(), all_candidates() * 8, all_candidates() * 8,
-            static_cast<std::size_t>(boundaries()) * 8 * 3, split_words() * 8,
-            static_cast<std::size_t>(world) * split_words() * 8};
+    const std::size_t cands = static_cast<std::size_t>(world) * 2 * static_cast<std::size_t>(per_run());
+    const std::size_t rank_block = align16(align16(2 * static_cast<std::size_t>(per_run()) * 8) +
+                                           2 * static_cast<std::size_t>(per_run()) * sizeof(K));
+    const std::size_t words = 2 * (static_cast<std::size_t>(world) + 1) + 2;
+    return {rank_block, static_cast<std::size_t>(world) * rank_block, 2 * cands * 8, cands * 8, cands * 8,
+            static_cast<std::size_t>(boundaries()) * 2 * 8 * 3 + 8, words * 8,
+            static_cast<std::size_t>(world) * words * 8};
   }
   std::size_t bytes() const {
     std::size_t total = 0;
@@ -225,12 +286,14 @@ struct splitter_buffers {
     cand = take(0);
     cand_all = take(1);
     counts = reinterpret_cast<unsigned long long*>(take(2));
-    counts_all = reinterpret_cast<unsigned long long*>(take(3));
-    lo = reinterpret_cast<long long*>(take(4));
-    hi = lo + boundaries();
-    target = hi + boundaries();
-    splits = reinterpret_cast<long long*>(take(5));
-    splits_all = reinterpret_cast<long long*>(take(6));
+    counts_sum = reinterpret_cast<unsigned long long*>(take(3));
+    counts_all = reinterpret_cast<unsigned long long*>(take(4));
+    lo = reinterpret_cast<long long*>(take(5));
+    hi = lo + 2 * boundaries();
+    target = hi + 2 * boundaries();
+    width = target + 2 * boundaries();
+    splits = reinterpret_cast<long long*>(take(6));
+    splits_all = reinterpret_cast<long long*>(take(7));
   }
 };
 
@@ -241,20 +304,13 @@ void launch_small(void (*kernel)(Params...), int threads, cudaStream_t stream, c
                             what, std::forward<Args>(args)...);
 }
 
-// One rank of the search: what it does on its stream, between the
-// collectives (the caller runs those over every local rank).
-struct splitter_rank {
-  const void* keys;  // the sorted shard
-  long long n;
-  int rank;
-  cudaStream_t stream;
-};
-
-// The search over every local rank of transport t, then every rank's cuts
-// and status all-gathered into splits_all (ready on each rank's stream).
-// all_lengths[i]: every rank's length as local rank i holds them on its
-// device, one every `stride` words (the all-gathered headers).
-// set_device(i) makes local rank i's device current.
+// The search over every local rank of transport t (every rank's shard in
+// bufs' runs: keys[i] holds local rank i's runs, its first run's length in
+// bufs[i].width), then every rank's cuts and status all-gathered into
+// splits_all (ready on each rank's stream). all_lengths[i]: every rank's
+// length as local rank i holds them on its device, one every `stride` words
+// (the all-gathered headers). set_device(i) makes local rank i's device
+// current.
 template <class K, class Transport, class Comp, class SetDevice>
 void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const std::vector<const K*>& keys,
                     const std::vector<long long>& lengths, const std::vector<long long>& status,
@@ -266,8 +322,9 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
   for (int i = 0; i < local; ++i) {
     splitter_buffers<K>& b = bufs[static_cast<std::size_t>(i)];
     set_device(i);
-    launch_small(init_intervals_kernel<>, boundaries, t.local(i).stream, algorithm, "launch of init_intervals_kernel",
-                 all_lengths[static_cast<std::size_t>(i)], stride, world, t.local(i).rank, b.lo, b.hi, b.target);
+    launch_small(init_intervals_kernel<>, b.intervals(), t.local(i).stream, algorithm,
+                 "launch of init_intervals_kernel", all_lengths[static_cast<std::size_t>(i)], stride, world,
+                 t.local(i).rank, b.runs, b.width, b.lo, b.hi, b.target);
   }
   const int rounds = splitter_rounds(longest);
   for (int round = 0; round < rounds; ++round) {
@@ -277,7 +334,8 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
       splitter_buffers<K>& b = bufs[static_cast<std::size_t>(i)];
       set_device(i);
       launch_small(propose_kernel<K>, b.per_rank(), t.local(i).stream, algorithm, "launch of propose_kernel",
-                   keys[static_cast<std::size_t>(i)], b.lo, b.hi, boundaries, reinterpret_cast<long long*>(b.cand),
+                   keys[static_cast<std::size_t>(i)], lengths[static_cast<std::size_t>(i)], b.runs, b.width, b.lo,
+                   b.hi, b.intervals(), boundaries, reinterpret_cast<long long*>(b.cand),
                    reinterpret_cast<K*>(b.cand + b.key_offset()));
       send.push_back(b.cand);
       recv.push_back(b.cand_all);
@@ -290,17 +348,18 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
       set_device(i);
       launch_small(count_kernel<K, Comp>, static_cast<int>(b.all_candidates()), t.local(i).stream, algorithm,
                    "launch of count_kernel", keys[static_cast<std::size_t>(i)], lengths[static_cast<std::size_t>(i)],
-                   t.local(i).rank, world, b.per_rank(), b.cand_all, b.block(), b.key_offset(), b.counts, comp);
-      csend.push_back(b.counts);
+                   t.local(i).rank, world, b.runs, b.width, b.per_run(), b.cand_all, b.block(), b.key_offset(),
+                   b.counts, b.counts_sum, comp);
+      csend.push_back(b.counts_sum);
       crecv.push_back(b.counts_all);
     }
     t.allreduce_sum(csend, crecv, bufs.front().all_candidates());
     for (int i = 0; i < local; ++i) {
       splitter_buffers<K>& b = bufs[static_cast<std::size_t>(i)];
       set_device(i);
-      cuda_backend::launch_with(nullptr, narrow_kernel<>, boundaries, narrow_threads, 0, t.local(i).stream,
-                                algorithm, "launch of narrow_kernel", world, t.local(i).rank, b.per_rank(),
-                                b.cand_all, b.block(), b.counts, b.counts_all, b.target, b.lo, b.hi);
+      cuda_backend::launch_with(nullptr, narrow_kernel<>, b.intervals(), narrow_threads, 0, t.local(i).stream,
+                                algorithm, "launch of narrow_kernel", world, t.local(i).rank, b.runs, boundaries,
+                                b.per_run(), b.cand_all, b.block(), b.counts, b.counts_all, b.target, b.lo, b.hi);
     }
   }
   std::vector<const void*> send;
@@ -308,8 +367,9 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
   for (int i = 0; i < local; ++i) {
     splitter_buffers<K>& b = bufs[static_cast<std::size_t>(i)];
     set_device(i);
-    launch_small(splits_kernel<>, world + 2, t.local(i).stream, algorithm, "launch of splits_kernel", b.lo, world,
-                 lengths[static_cast<std::size_t>(i)], status[static_cast<std::size_t>(i)], b.splits);
+    launch_small(splits_kernel<>, static_cast<int>(b.split_words()), t.local(i).stream, algorithm,
+                 "launch of splits_kernel", b.lo, world, b.runs, lengths[static_cast<std::size_t>(i)], b.width,
+                 status[static_cast<std::size_t>(i)], b.splits);
     send.push_back(b.splits);
     recv.push_back(b.splits_all);
   }

@@ -1,15 +1,17 @@
 // The NCCL merge sort on one GPU:
 //  - one rank through NCCL (lm::nccl::par on a communicator of one GPU, and
 //    the all-GPUs helper) gives exactly the single-GPU sort;
-//  - the distributed steps (splitter search, exchange, merge tree) with 2 to 8
+//  - the distributed steps (splitter search over one or two runs a rank,
+//    exchange, the merge of the pieces: merge_four or a tree) with 2 to 8
 //    ranks, run by the loopback transport (every rank on this GPU, the
 //    collectives as device copies): each rank's result against the matching
 //    slice of std::stable_sort of all ranks' data, values = (rank, position)
 //    for stability, on random, sorted, reversed, all-equal, duplicate-heavy
 //    and skewed inputs (all keys on one rank, empty ranks), uneven shards,
 //    lm::greater<>, shards off 16-byte boundaries, a comparator that is no
-//    strict weak ordering, a host pointer on one rank, and more than 2^31
-//    elements in all.
+//    strict weak ordering, a host pointer on one rank, more than 2^31
+//    elements in all, and two ranks large enough that each local sort leaves
+//    two runs.
 // Several GPUs through NCCL: test_nccl_multigpu.cu.
 #define BOOST_TEST_MODULE nccl_merge_sort
 #include <boost/test/included/unit_test.hpp>
@@ -30,6 +32,9 @@
 #include <thrust/sort.h>
 #include <thrust/transform.h>
 #include <thrust/transform_reduce.h>
+#include <thrust/tuple.h>
+#include <thrust/sequence.h>
+#include <thrust/iterator/zip_iterator.h>
 
 #include <libmerge/nccl.hpp>
 
@@ -319,6 +324,64 @@ BOOST_AUTO_TEST_CASE(loopback_inconsistent_comparator) {
   }
 }
 
+// The same on 2 ranks whose local sorts leave two runs (pairs with 8-byte
+// values have no one-kernel sort): when the call throws, each rank's shard
+// is given back from its runs (restore_shard merges them) and holds only the
+// rank's own (key, value) pairs, each as it was paired. (Not necessarily a
+// permutation of them: with a comparator that is no strict weak ordering,
+// the GPU sort's own output may repeat or leave out elements.)
+BOOST_AUTO_TEST_CASE(loopback_inconsistent_comparator_two_runs) {
+  const int k = 2;
+  const int n = 60000;
+  std::mt19937_64 g(15);
+  std::vector<std::vector<int>> in;
+  std::vector<thrust::device_vector<int>> keys;
+  std::vector<thrust::device_vector<std::uint64_t>> vals;
+  keys.reserve(k);
+  vals.reserve(k);
+  std::vector<nb::shard_view<int, std::uint64_t>> views;
+  for (int r = 0; r < k; ++r) {
+    in.push_back(random_keys<int>(g, n, 1u << 20));
+    std::vector<std::uint64_t> v(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = (std::uint64_t(r) << 32) | static_cast<std::uint64_t>(i);
+    keys.push_back(to_device(in.back()));
+    vals.push_back(to_device(v));
+    views.push_back({thrust::raw_pointer_cast(keys.back().data()), thrust::raw_pointer_cast(vals.back().data()), n});
+  }
+  streams st(k);
+  nb::loopback_transport t(st.s, "merge_sort_by_key");
+  bool threw = false;
+  try {
+    nb::sort_shards<true>(t, views, coin{}, "merge_sort_by_key");
+  } catch (const std::runtime_error& e) {
+    threw = true;
+    BOOST_TEST_MESSAGE("inconsistent comparator, two runs: " << e.what());
+  }
+  for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  std::vector<std::pair<int, std::uint64_t>> before, after;
+  for (int r = 0; r < k; ++r) {
+    const auto hk = to_host(keys[static_cast<std::size_t>(r)]);
+    const auto hv = to_host(vals[static_cast<std::size_t>(r)]);
+    std::vector<std::pair<int, std::uint64_t>> mine;
+    for (int i = 0; i < n; ++i) {
+      mine.push_back({hk[static_cast<std::size_t>(i)], hv[static_cast<std::size_t>(i)]});
+      before.push_back({in[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)], (std::uint64_t(r) << 32) | static_cast<std::uint64_t>(i)});
+    }
+    if (threw) {  // the rank's own pairs: the value says where each came from, the key must be its own
+      for (const auto& x : mine) {
+        BOOST_REQUIRE_EQUAL(static_cast<int>(x.second >> 32), r);
+        BOOST_REQUIRE_EQUAL(x.first, in[static_cast<std::size_t>(r)][static_cast<std::size_t>(x.second & 0xffffffffu)]);
+      }
+    }
+    after.insert(after.end(), mine.begin(), mine.end());
+  }
+  if (!threw) {  // returned: a permutation of the input across ranks
+    std::sort(before.begin(), before.end());
+    std::sort(after.begin(), after.end());
+    BOOST_CHECK(before == after);
+  }
+}
+
 // A host pointer on one rank: every rank's call throws (the failing rank its
 // own invalid_argument, the others that a rank failed), nothing hangs, and
 // the other ranks' data is as it was.
@@ -402,4 +465,102 @@ BOOST_AUTO_TEST_CASE(loopback_beyond_2_31_elements) {
     if (r > 0) BOOST_CHECK(int(keys[static_cast<std::size_t>(r) - 1].back()) <= int(d.front()));
   }
   BOOST_CHECK_EQUAL(before, after);
+}
+
+namespace {
+struct pair_hash {
+  __host__ __device__ std::uint64_t operator()(const thrust::tuple<int, int>& t) const {
+    return mix()(static_cast<long long>(thrust::get<0>(t)) * 0x100000001ll + thrust::get<1>(t));
+  }
+};
+struct key_value_less {
+  __host__ __device__ bool operator()(const thrust::tuple<int, int>& a, const thrust::tuple<int, int>& b) const {
+    return thrust::get<0>(a) < thrust::get<0>(b) ||
+           (thrust::get<0>(a) == thrust::get<0>(b) && thrust::get<1>(a) < thrust::get<1>(b));
+  }
+};
+struct few_keys {
+  __host__ __device__ int operator()(long long i) const { return static_cast<int>(mix()(i) % 1000); }
+};
+}  // namespace
+
+// Two ranks with shards large enough for the separate-kernel sort: each
+// rank's local sort leaves two runs where that saves a pass (an odd number of
+// merge levels: 2^27 int32 keys with 4-way passes; 2^25 int32 pairs; every
+// size below 2^26 keys, whose passes are 2-way) and the receiving rank merges
+// the four pieces in one pass (merge_four). Keys only: every shard sorted,
+// the ranks in order at their border, the same multiset. Pairs with 1000
+// distinct keys, values their global input position: (key, value) sorted on
+// every rank and across the border (stability across runs and ranks), the
+// same multiset of pairs.
+BOOST_AUTO_TEST_CASE(loopback_two_runs_a_rank) {
+  const int k = 2;
+  for (bool pairs : {false, true}) {
+    const long long big = pairs ? (quick() ? (1LL << 21) + 3 : (1LL << 25) + 11) : (quick() ? (1LL << 23) + 5 : (1LL << 27) + 7);
+    const std::vector<long long> n = {big, big - 1000};
+    std::vector<thrust::device_vector<int>> keys, vals;
+    keys.reserve(n.size());
+    vals.reserve(n.size());
+    std::uint64_t before = 0;
+    long long base = 0;
+    for (int r = 0; r < k; ++r) {
+      const long long len = n[static_cast<std::size_t>(r)];
+      keys.emplace_back(static_cast<std::size_t>(len));
+      vals.emplace_back(static_cast<std::size_t>(pairs ? len : 0));
+      auto first = thrust::counting_iterator<long long>(base);
+      if (pairs) {
+        thrust::transform(first, first + len, keys.back().begin(), few_keys());
+        thrust::sequence(vals.back().begin(), vals.back().end(), static_cast<int>(base));
+        auto z = thrust::make_zip_iterator(thrust::make_tuple(keys.back().begin(), vals.back().begin()));
+        before += thrust::transform_reduce(z, z + len, pair_hash(), std::uint64_t(0), thrust::plus<std::uint64_t>());
+      } else {
+        thrust::transform(first, first + len, keys.back().begin(), key_of());
+        before += thrust::transform_reduce(keys.back().begin(), keys.back().end(), hash_of(), std::uint64_t(0),
+                                           thrust::plus<std::uint64_t>());
+      }
+      base += len;
+    }
+    streams st(k);
+    nb::loopback_transport t(st.s, "merge_sort");
+    if (pairs) {
+      std::vector<nb::shard_view<int, int>> views;
+      for (int r = 0; r < k; ++r) {
+        views.push_back({thrust::raw_pointer_cast(keys[static_cast<std::size_t>(r)].data()),
+                         thrust::raw_pointer_cast(vals[static_cast<std::size_t>(r)].data()), n[static_cast<std::size_t>(r)]});
+      }
+      nb::sort_shards<true>(t, views, lm::less<>(), "merge_sort_by_key");
+    } else {
+      std::vector<nb::shard_view<int, char>> views;
+      for (int r = 0; r < k; ++r) {
+        views.push_back({thrust::raw_pointer_cast(keys[static_cast<std::size_t>(r)].data()), nullptr, n[static_cast<std::size_t>(r)]});
+      }
+      nb::sort_shards<false>(t, views, lm::less<>(), "merge_sort");
+    }
+    for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    std::uint64_t after = 0;
+    for (int r = 0; r < k; ++r) {
+      BOOST_TEST_CONTEXT((pairs ? "pairs" : "keys") << ", rank " << r) {
+        auto& d = keys[static_cast<std::size_t>(r)];
+        BOOST_CHECK_EQUAL(static_cast<long long>(d.size()), n[static_cast<std::size_t>(r)]);
+        if (pairs) {
+          auto& v = vals[static_cast<std::size_t>(r)];
+          auto z = thrust::make_zip_iterator(thrust::make_tuple(d.begin(), v.begin()));
+          BOOST_CHECK(thrust::is_sorted(z, z + static_cast<long long>(d.size()), key_value_less()));
+          after += thrust::transform_reduce(z, z + static_cast<long long>(d.size()), pair_hash(), std::uint64_t(0),
+                                            thrust::plus<std::uint64_t>());
+          if (r > 0) {
+            const auto& pk = keys[static_cast<std::size_t>(r) - 1];
+            const auto& pv = vals[static_cast<std::size_t>(r) - 1];
+            BOOST_CHECK(key_value_less()(thrust::make_tuple(int(pk.back()), int(pv.back())),
+                                         thrust::make_tuple(int(d.front()), int(v.front()))));
+          }
+        } else {
+          BOOST_CHECK(thrust::is_sorted(d.begin(), d.end()));
+          after += thrust::transform_reduce(d.begin(), d.end(), hash_of(), std::uint64_t(0), thrust::plus<std::uint64_t>());
+          if (r > 0) BOOST_CHECK(int(keys[static_cast<std::size_t>(r) - 1].back()) <= int(d.front()));
+        }
+      }
+    }
+    BOOST_CHECK_EQUAL(before, after);
+  }
 }
