@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs compute-sanitizer over every test case of the given GPU test binaries,
+# one process a case, JOBS cases at a time on the one GPU, each under a time
+# limit: racecheck makes kernels some 100 times slower, and one process over
+# a whole binary (test_cuda_merge_sort, test_cuda_sorted_search, the type
+# tables) did not finish in 90 s, while most cases alone take seconds.
+#
+#   scripts/sanitize-cases.sh TOOL LIMIT_S JOBS BIN...
+#
+# Quick sizes (LIBMERGE_TEST_QUICK=1). Left out: the cases that check that
+# two streams overlap (the tool serializes kernels). Each case's verdict goes
+# to $OUT/TOOL-cases.txt (binary, case, rc, seconds, tab-separated; rc 124: out of time), its
+# output to $OUT/TOOL-cases.log; the last line counts cases passed, failed
+# and out of time.
+#
+# SANITIZE_SKIP=FILE leaves out the cases that passed in an earlier run's
+# TOOL-cases.txt (the runs of one GPU call are limited to 10 minutes).
+set -u
+TOOL=$1 LIMIT=$2 JOBS=$3
+shift 3
+LOG=${OUT:-gpu-logs}
+mkdir -p "$LOG"
+export LIBMERGE_TEST_QUICK=1
+list=$(mktemp)
+for bin in "$@"; do
+  [ -x "$bin" ] || continue
+  # --list_content prints one case a line (suites indented), "*" when enabled.
+  "$bin" --list_content 2>&1 | sed -n 's/^ *\(.*\)\*$/\1/p' |
+    grep -v -e 'streams_overlap' -e 'on_two_streams' | while read -r c; do printf '%s\t%s\n' "$bin" "$c"; done
+done > "$list"
+# SANITIZE_SKIP: a file of "binary<TAB>case" lines (a TOOL-cases.txt of an
+# earlier run) whose cases passed there and are left out here.
+if [ -n "${SANITIZE_SKIP:-}" ] && [ -f "$SANITIZE_SKIP" ]; then
+  awk -F '\t' 'NR == FNR { if ($3 == 0) done[$1 "\t" $2] = 1; next }
+                { n = split($1, p, "/"); if (!((p[n] "\t" $2) in done)) print }' "$SANITIZE_SKIP" "$list" > "$list.todo"
+  mv "$list.todo" "$list"
+fi
+run_case() {
+  local bin=$1 c=$2 t0=$SECONDS out
+  out=$(timeout -k 10 "$LIMIT" compute-sanitizer --tool "$TOOL" --error-exitcode 99 "$bin" --run_test="$c" 2>&1)
+  local rc=$?
+  printf '=== %s %s rc=%d\n%s\n' "$(basename "$bin")" "$c" "$rc" "$(printf '%s\n' "$out" | tail -n 6)" >> "$LOG/$TOOL-cases.log"
+  printf '%s\t%s\t%d\t%d\n' "$(basename "$bin")" "$c" "$rc" $((SECONDS - t0)) >> "$LOG/$TOOL-cases.txt"
+}
+export -f run_case
+export TOOL LIMIT LOG
+xargs -d '\n' -P "$JOBS" -n 1 bash -c 'IFS=$(printf "\t") read -r b c <<< "$0"; run_case "$b" "$c"' < "$list"
+awk -F '\t' '{ if ($3 == 0) p++; else if ($3 == 124 || $3 == 137) t++; else f++ } END { printf "%s: %d cases passed, %d failed, %d out of time\n", ENVIRON["TOOL"], p, f, t }' \
+  "$LOG/$TOOL-cases.txt" | tee -a "$LOG/$TOOL-cases.txt"
+rm -f "$list"
