@@ -18,7 +18,10 @@
 //                         pieces of the runs into shared memory and merges
 //                         them in two levels (cta_merge.cuh).
 //   4. copy_back_kernel   if the data ended in the scratch buffer, back to
-//                         the caller's range.
+//                         the caller's range (for the sort across GPUs,
+//                         sort_to_runs: into the runs buffer it was given,
+//                         which is then buffer 1, and the caller's range the
+//                         scratch).
 //
 // Passes alternate between the caller's buffers and one scratch copy of keys
 // and values. Whether a pass has work is decided on the device (a pass whose
@@ -76,7 +79,8 @@ struct pass_shape {
 // (set by sortedness_kernel; 0: no descent, the input is sorted; W: the input
 // is sorted runs [kW, kW + W)). For pass p: shapes[p], its shape (written by
 // its partition kernel: it depends on runs); f[2p], the buffer (0: the
-// caller's, 1: scratch) holding the data when the pass starts; f[2p + 1],
+// caller's, 1: scratch or sort_to_runs' target) holding the data when the
+// pass starts; f[2p + 1],
 // whether the pass has any group to merge.
 struct sort_flags {
   unsigned long long* runs;
@@ -1471,7 +1475,11 @@ void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_
                 0LL);
     return;
   }
-  if (sort_with_boxes<Policy, K, V, WithValues, false>(policy, dev, keys, n, vals, vals, comp, algorithm, &into)) {
+  constexpr std::size_t bytes = sizeof(K) + (WithValues ? sizeof(V) : 0);
+  if constexpr (bytes > max_element_bytes) {
+    throw_element_too_large(algorithm, bytes);  // as merge_sort: no box holds such elements
+  } else if (sort_with_boxes<Policy, K, V, WithValues, false>(policy, dev, keys, n, vals, vals, comp, algorithm,
+                                                              &into)) {
     check_cuda(cudaMemcpyAsync(into.keys, keys, sizeof(K) * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice,
                                stream),
                algorithm, "cudaMemcpyAsync (the sorted shard)");
@@ -1489,6 +1497,7 @@ void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_
 // sort 4-way passes (not so for keys of 8 bytes or more without values).
 template <class Policy, class K, class V, bool WithValues, class Comp>
 bool four_way_available(const device_info& dev, index_t n, const char* algorithm) {
+  if constexpr (sizeof(K) + (WithValues ? sizeof(V) : 0) > max_element_bytes) return false;
   bool four = false;
   with_sort_boxes<Policy, K, V, WithValues, false, V*, Comp>(
       dev, algorithm, n, [&](auto, auto, auto ways, auto, auto) { four = decltype(ways)::value == 4; });
@@ -1590,44 +1599,48 @@ void merge_four(const Policy& policy, const K* keys, const V* vals, const index_
   const device_info& dev = current_device(algorithm, stream);
   const index_t n = len[0] + len[1] + len[2] + len[3];
   if (n == 0) return;
-  with_sort_boxes<Policy, K, V, WithValues, false, V*, Comp>(dev, algorithm, n, [&](auto, auto box, auto ways, auto,
-                                                                                   auto) {
-    using Box = decltype(box);
-    if constexpr (decltype(ways)::value != 4) {
-      throw std::logic_error(std::string("libmerge::") + algorithm + ": no 4-way merge for these types");
-    } else {
-      const index_t tiles = (n + Box::nv - 1) / Box::nv;
-      if (tiles > 0x7fffffff / 32) {
-        throw std::invalid_argument(std::string("libmerge::") + algorithm + ": too many elements for one rank");
+  if constexpr (sizeof(K) + (WithValues ? sizeof(V) : 0) > max_element_bytes) {
+    throw_element_too_large(algorithm, sizeof(K) + (WithValues ? sizeof(V) : 0));
+  } else {
+    with_sort_boxes<Policy, K, V, WithValues, false, V*, Comp>(dev, algorithm, n, [&](auto, auto box, auto ways, auto,
+                                                                                     auto) {
+      using Box = decltype(box);
+      if constexpr (decltype(ways)::value != 4) {
+        throw std::logic_error(std::string("libmerge::") + algorithm + ": no 4-way merge for these types");
+      } else {
+        const index_t tiles = (n + Box::nv - 1) / Box::nv;
+        if (tiles > 0x7fffffff / 32) {
+          throw std::invalid_argument(std::string("libmerge::") + algorithm + ": too many elements for one rank");
+        }
+        auto pass4 = pass_kernel<Box, 4, K, V, WithValues, Comp>;
+        using layout = merge_layout<K, V, WithValues, Box::nv>;
+        prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
+        // Pair samples of each half at every multiple of nv up to its size.
+        const index_t stride = (std::max(len[0] + len[1], len[2] + len[3]) + Box::nv - 1) / Box::nv + 1;
+        const std::size_t flag_bytes = align_up(sort_flags::bytes(1), 256);
+        const std::size_t desc_bytes = align_up(sizeof(tile_desc<4>) * static_cast<std::size_t>(tiles), 256);
+        const std::size_t sample_bytes = align_up(sizeof(index_t) * 2 * static_cast<std::size_t>(stride), 256);
+        const std::size_t sample_key_bytes = align_up(sizeof(K) * 4 * static_cast<std::size_t>(stride), 256);
+        temporary_storage<typename Policy::allocator_type> temp(
+            policy.allocator(), stream, flag_bytes + desc_bytes + sample_bytes + sample_key_bytes, algorithm);
+        unsigned char* t = temp.template as<unsigned char>();
+        const sort_flags flags = sort_flags::at(t, 1);
+        auto* descs = reinterpret_cast<tile_desc<4>*>(t + flag_bytes);
+        auto* samples = reinterpret_cast<index_t*>(t + flag_bytes + desc_bytes);
+        auto* sample_keys = reinterpret_cast<K*>(t + flag_bytes + desc_bytes + sample_bytes);
+        four_pieces<K> p{keys, {at[0], at[1], at[2], at[3]}, {len[0], len[1], len[2], len[3]}};
+        launch(pieces_sample_kernel<K, Comp>, (2 * stride + 127) / 128, 128, 0, stream, true, dev, algorithm,
+               "pieces_sample_kernel", p, static_cast<index_t>(Box::nv), stride, samples, sample_keys, comp);
+        launch(pieces_partition_kernel<K, Comp>, (tiles + partition_tiles - 1) / partition_tiles, partition_tiles + 1,
+               0, stream, true, dev, algorithm, "pieces_partition_kernel", p, static_cast<index_t>(Box::nv),
+               static_cast<int>(tiles), stride, static_cast<const index_t*>(samples),
+               static_cast<const K*>(sample_keys), flags, descs, comp);
+        const sort_buffers<K, V> buf{const_cast<K*>(keys), out_keys, const_cast<V*>(vals), out_vals};
+        launch(pass4, tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, 0, flags,
+               static_cast<const tile_desc<4>*>(descs), comp, static_cast<K*>(nullptr));
       }
-      auto pass4 = pass_kernel<Box, 4, K, V, WithValues, Comp>;
-      using layout = merge_layout<K, V, WithValues, Box::nv>;
-      prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
-      // Pair samples of each half at every multiple of nv up to its size.
-      const index_t stride = (std::max(len[0] + len[1], len[2] + len[3]) + Box::nv - 1) / Box::nv + 1;
-      const std::size_t flag_bytes = align_up(sort_flags::bytes(1), 256);
-      const std::size_t desc_bytes = align_up(sizeof(tile_desc<4>) * static_cast<std::size_t>(tiles), 256);
-      const std::size_t sample_bytes = align_up(sizeof(index_t) * 2 * static_cast<std::size_t>(stride), 256);
-      const std::size_t sample_key_bytes = align_up(sizeof(K) * 4 * static_cast<std::size_t>(stride), 256);
-      temporary_storage<typename Policy::allocator_type> temp(
-          policy.allocator(), stream, flag_bytes + desc_bytes + sample_bytes + sample_key_bytes, algorithm);
-      unsigned char* t = temp.template as<unsigned char>();
-      const sort_flags flags = sort_flags::at(t, 1);
-      auto* descs = reinterpret_cast<tile_desc<4>*>(t + flag_bytes);
-      auto* samples = reinterpret_cast<index_t*>(t + flag_bytes + desc_bytes);
-      auto* sample_keys = reinterpret_cast<K*>(t + flag_bytes + desc_bytes + sample_bytes);
-      four_pieces<K> p{keys, {at[0], at[1], at[2], at[3]}, {len[0], len[1], len[2], len[3]}};
-      launch(pieces_sample_kernel<K, Comp>, (2 * stride + 127) / 128, 128, 0, stream, true, dev, algorithm,
-             "pieces_sample_kernel", p, static_cast<index_t>(Box::nv), stride, samples, sample_keys, comp);
-      launch(pieces_partition_kernel<K, Comp>, (tiles + partition_tiles - 1) / partition_tiles, partition_tiles + 1,
-             0, stream, true, dev, algorithm, "pieces_partition_kernel", p, static_cast<index_t>(Box::nv),
-             static_cast<int>(tiles), stride, static_cast<const index_t*>(samples),
-             static_cast<const K*>(sample_keys), flags, descs, comp);
-      const sort_buffers<K, V> buf{const_cast<K*>(keys), out_keys, const_cast<V*>(vals), out_vals};
-      launch(pass4, tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel", buf, 0, flags,
-             static_cast<const tile_desc<4>*>(descs), comp, static_cast<K*>(nullptr));
-    }
-  });
+    });
+  }
 }
 
 }  // namespace libmerge::detail::cuda_backend

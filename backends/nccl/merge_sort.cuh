@@ -39,8 +39,13 @@
 //  - a rank that never comes, or dies: the transport's deadline (.timeout)
 //    covers the whole call, waits inside NCCL included (transport.cuh).
 // From the local sort on the shard is the sort's scratch; whatever fails
-// after the headers, each rank gets its own elements back, sorted
-// (restore_shard, from its runs), unless the device itself failed.
+// after the headers and before the merges are queued, each rank gets its own
+// elements back, sorted (restore_shard, from its runs), unless the device
+// itself failed. A failure while the merges are queued (one rank's merge
+// cannot get its temporary storage: a few percent of its shard) still
+// restores that rank, while a peer whose exchange and merge completed keeps
+// its result: then the ranks together hold some elements twice and lack
+// others.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -279,7 +284,7 @@ void merge_runs(rank_state<K, V>& st, std::vector<run<K, V>> runs, Comp comp, co
 struct host_view {
   header* send;
   header* all;  // local x world
-  long long* splits;  // local x world x (world + 2)
+  long long* splits;  // local x world x (runs x (world + 1) + 2): cut_matrix
 };
 
 // A rank's checks and buffers before the headers. A failure is kept in
@@ -334,6 +339,9 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
   s.header_send = reinterpret_cast<header*>(p);
   s.header_all = reinterpret_cast<header*>(p + align16(sizeof(header)));
   s.search.carve(p + headers);
+  // The first run's length, which the local sort writes: 0 until then (a
+  // rank whose sort fails still searches, clamped, and reads a set word).
+  check_cuda(cudaMemsetAsync(s.search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
 }
 
 // Every rank's header to every rank (host wait 1).
@@ -478,11 +486,23 @@ void restore_shard(rank_state<K, V>& s, Comp comp, const char* algorithm) noexce
     w = std::clamp<long long>(w, 0, s.shard.n);
     const local_policy par = cuda::par.on(s.stream);
     const K* k = s.keys;
-    if constexpr (WithValues) {
-      libmerge::merge_by_key(par, k, k + w, k + w, k + s.shard.n, s.vals, s.vals + w, s.shard.keys, s.shard.vals,
-                             comp);
-    } else {
-      libmerge::merge(par, k, k + w, k + w, k + s.shard.n, s.shard.keys, comp);
+    try {
+      if constexpr (WithValues) {
+        libmerge::merge_by_key(par, k, k + w, k + w, k + s.shard.n, s.vals, s.vals + w, s.shard.keys, s.shard.vals,
+                               comp);
+      } else {
+        libmerge::merge(par, k, k + w, k + w, k + s.shard.n, s.shard.keys, comp);
+      }
+    } catch (...) {
+      // The merge could not start (its temporary storage): the runs as they
+      // are, the rank's own elements in two sorted runs, before they go.
+      cudaGetLastError();
+      cudaMemcpyAsync(s.shard.keys, s.keys, sizeof(K) * static_cast<std::size_t>(s.shard.n), cudaMemcpyDeviceToDevice,
+                      s.stream);
+      if constexpr (WithValues) {
+        cudaMemcpyAsync(s.shard.vals, s.vals, sizeof(V) * static_cast<std::size_t>(s.shard.n),
+                        cudaMemcpyDeviceToDevice, s.stream);
+      }
     }
     cudaStreamSynchronize(s.stream);
   } catch (...) {

@@ -13,8 +13,9 @@
 // elements of its open interval [lo, hi] for each boundary, so its interval
 // shrinks to 1/(proposals+1) each round: 4 rounds for shards of 2^32. Every
 // rank sees the same candidates and counts, so they agree without a host
-// round trip. Each round is one all-gather and one all-reduce of a few
-// hundred bytes.
+// round trip. Each round is one all-gather of every rank's candidates and
+// one all-reduce of their counts: (ranks - 1) x runs x proposals of each
+// per rank (2 GPUs, two runs: 2046 candidates, 32 KB a rank).
 //
 // A rank may hold its shard as `runs` sorted runs (2: [0, W) and [W, n),
 // the local sort one merge level short, W in device memory): then the search
@@ -60,7 +61,7 @@ inline int splitter_rounds(long long longest) {
   return rounds;
 }
 
-// Kernels of the search (a few hundred threads each).
+// Kernels of the search (a thread a candidate: a few thousand).
 
 // Run j of a rank's shard of n elements whose first run is `width` long.
 struct run_of {
@@ -261,14 +262,17 @@ struct splitter_buffers {
   std::size_t all_candidates() const { return static_cast<std::size_t>(world) * static_cast<std::size_t>(per_rank()); }
   std::size_t split_words() const { return static_cast<std::size_t>(runs) * (static_cast<std::size_t>(world) + 1) + 2; }
 
-  // Sized for two runs, whichever the call takes (carved before the headers say).
+  // Carved before the headers say how many runs the call takes: sized for
+  // the most it can (two runs only on 2 ranks, plan_call).
+  static int most_runs(int world) { return world == 2 ? 2 : 1; }
   std::vector<std::size_t> sizes() const {
-    const std::size_t cands = static_cast<std::size_t>(world) * 2 * static_cast<std::size_t>(per_run());
-    const std::size_t rank_block = align16(align16(2 * static_cast<std::size_t>(per_run()) * 8) +
-                                           2 * static_cast<std::size_t>(per_run()) * sizeof(K));
-    const std::size_t words = 2 * (static_cast<std::size_t>(world) + 1) + 2;
-    return {rank_block, static_cast<std::size_t>(world) * rank_block, 2 * cands * 8, cands * 8, cands * 8,
-            static_cast<std::size_t>(boundaries()) * 2 * 8 * 3 + 8, words * 8,
+    const std::size_t r = static_cast<std::size_t>(most_runs(world));
+    const std::size_t cands = static_cast<std::size_t>(world) * r * static_cast<std::size_t>(per_run());
+    const std::size_t rank_block = align16(align16(r * static_cast<std::size_t>(per_run()) * 8) +
+                                           r * static_cast<std::size_t>(per_run()) * sizeof(K));
+    const std::size_t words = r * (static_cast<std::size_t>(world) + 1) + 2;
+    return {rank_block, static_cast<std::size_t>(world) * rank_block, r * cands * 8, cands * 8, cands * 8,
+            static_cast<std::size_t>(boundaries()) * r * 8 * 3 + 8, words * 8,
             static_cast<std::size_t>(world) * words * 8};
   }
   std::size_t bytes() const {
@@ -289,9 +293,9 @@ struct splitter_buffers {
     counts_sum = reinterpret_cast<unsigned long long*>(take(3));
     counts_all = reinterpret_cast<unsigned long long*>(take(4));
     lo = reinterpret_cast<long long*>(take(5));
-    hi = lo + 2 * boundaries();
-    target = hi + 2 * boundaries();
-    width = target + 2 * boundaries();
+    hi = lo + most_runs(world) * boundaries();
+    target = hi + most_runs(world) * boundaries();
+    width = target + most_runs(world) * boundaries();
     splits = reinterpret_cast<long long*>(take(6));
     splits_all = reinterpret_cast<long long*>(take(7));
   }
