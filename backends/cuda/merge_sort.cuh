@@ -475,6 +475,18 @@ LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv
   return width % sample_every == 0 && nv % sample_every == 0 && nv >= 8 * sample_every;
 }
 
+// One pair sample (pair_sample_kernel, pieces_sample_kernel): the half's
+// inner split at `rank` into *split, and its elements of ranks rank and
+// rank - 1 into keys[0] and keys[1] (unwritten where there is none).
+template <class K, class Comp>
+__device__ __forceinline__ void sample_half(const run_half<4, K>& half, index_t rank, index_t* split, K* keys,
+                                            Comp& comp) {
+  const index_t s = merge_path<bounds::lower>(half.x, half.nx, half.y, half.ny, rank, comp);
+  *split = s;
+  if (rank < half.size()) keys[0] = half.at(rank, s, comp);
+  if (rank > 0) keys[1] = last_before(half, rank, s, comp);
+}
+
 template <class K, class Comp>
 __global__ void __launch_bounds__(128)
     pair_sample_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass, sort_flags flags,
@@ -500,11 +512,7 @@ __global__ void __launch_bounds__(128)
   const run_group<2, K> g = group_at<2>(keys, keys_n, w, i / stride);
   const index_t size = group_size(g);
   const index_t rank = j * nv < size ? j * nv : size;
-  const index_t split = group_split(g, rank, comp).s[0];
-  samples[i] = split;
-  const run_half<4, K> pair{g.keys, g.len[0], g.keys + w, g.len[1]};
-  if (rank < size) sample_keys[2 * i] = pair.at(rank, split, comp);
-  if (rank > 0) sample_keys[2 * i + 1] = last_before(pair, rank, split, comp);
+  sample_half(run_half<4, K>{g.keys, g.len[0], g.keys + w, g.len[1]}, rank, samples + i, sample_keys + 2 * i, comp);
 }
 
 // The tile's piece of each run: [start[k], end[k]). A tile of a sorted input
@@ -1203,8 +1211,8 @@ inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, 
 // with two_runs, as two sorted runs [0, W) and [W, n) when leaving out the
 // last merge level saves a pass (an odd number of levels with 4-way passes,
 // any with 2-way ones): the rank that receives the pieces merges them 4 ways
-// (merge_four), which makes that level for free. W is written to *width on
-// the device (n for one run).
+// (merge_four), which makes that level inside the merge it makes anyway. W is
+// written to *width on the device (n for one run).
 template <class K, class V>
 struct runs_target {
   K* keys = nullptr;
@@ -1537,10 +1545,7 @@ __global__ void __launch_bounds__(128)
   const run_half<4, K> half = piece_half(p, static_cast<int>(i / stride));
   const index_t size = half.size();
   const index_t rank = (i % stride) * nv < size ? (i % stride) * nv : size;
-  const index_t split = merge_path<bounds::lower>(half.x, half.nx, half.y, half.ny, rank, comp);
-  samples[i] = split;
-  if (rank < size) sample_keys[2 * i] = half.at(rank, split, comp);
-  if (rank > 0) sample_keys[2 * i + 1] = last_before(half, rank, split, comp);
+  sample_half(half, rank, samples + i, sample_keys + 2 * i, comp);
 }
 
 // merge_four's partition, as pass_partition_kernel's: a thread a tile finds

@@ -417,9 +417,10 @@ inline call_plan plan_call(const header* all, int world) {
   c.four_way = true;
   for (int q = 0; q < world; ++q) c.four_way = c.four_way && all[q].four_way != 0;
   // Two runs a rank where the receiving rank merges 2 x 2 pieces in one
-  // pass: the local sort's last merge level is then left out (2^30 int32
-  // keys on 2 GPUs: one 2-way pass of 2^29 keys fewer a rank).
-  c.runs = world == 2 && c.four_way ? 2 : 1;
+  // pass (2 ranks: most_runs): the local sort's last merge
+  // level is then left out (2^30 int32 keys on 2 GPUs: one pass of 2^29 keys
+  // fewer a rank).
+  c.runs = c.four_way ? most_runs(world) : 1;
   return c;
 }
 
@@ -474,7 +475,7 @@ long long sort_rank(rank_state<K, V>& s, int world, const call_plan& plan, Comp 
 // past the local sort (which used the shard as scratch): the merge of its
 // runs, or their copy. Best effort: a device that failed cannot be helped.
 template <bool WithValues, class K, class V, class Comp>
-void restore_shard(rank_state<K, V>& s, Comp comp, const char* algorithm) noexcept {
+void restore_shard(rank_state<K, V>& s, Comp comp) noexcept {
   if (!s.sorted || s.shard.n == 0) return;
   try {
     cudaSetDevice(s.device);
@@ -507,7 +508,6 @@ void restore_shard(rank_state<K, V>& s, Comp comp, const char* algorithm) noexce
     cudaStreamSynchronize(s.stream);
   } catch (...) {
   }
-  (void)algorithm;
 }
 
 // A rank's cut matrix as the host received it (the same on every rank):
@@ -557,15 +557,16 @@ void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, cons
   long long g = 0;
   for (int s = 0; s <= world; ++s) {
     long long sum = 0;
+    bool in_range = true;
     for (int q = 0; q < world; ++q) {
       for (int j = 0; j < m.runs; ++j) {
         const long long c = m.cut(q, j, s);
         sum += c;
         const bool ordered = s == 0 ? c == 0 : c >= m.cut(q, j, s - 1);
-        if (!ordered || c < 0 || c > m.run_length(q, j, all[q].n)) sum = -1 - g;
+        in_range = in_range && ordered && c >= 0 && c <= m.run_length(q, j, all[q].n);
       }
     }
-    if (sum != g) throw uneven();
+    if (!in_range || sum != g) throw uneven();
     if (s < world) g += all[s].n;
   }
 }
@@ -714,8 +715,10 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     return;
   }
 
-  // A rank's record of cuts, status and width: sized for two runs.
-  const std::size_t words = 2 * (static_cast<std::size_t>(world) + 1) + 2;
+  // A rank's record of cuts, status and width: sized for the most runs a
+  // call can take (plan_call comes after the headers).
+  const std::size_t words =
+      static_cast<std::size_t>(most_runs(world)) * (static_cast<std::size_t>(world) + 1) + 2;
   const std::size_t L = static_cast<std::size_t>(local), W = static_cast<std::size_t>(world);
   host_staging staging(L * sizeof(header) + L * W * sizeof(header) + L * W * words * sizeof(long long));
   const host_view h{reinterpret_cast<header*>(staging.data()),
@@ -807,7 +810,7 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
       t.wait_all();
     });
   } catch (...) {
-    for (rank_state<K, V>& s : st) restore_shard<WithValues>(s, comp, algorithm);
+    for (rank_state<K, V>& s : st) restore_shard<WithValues>(s, comp);
     throw;
   }
 }

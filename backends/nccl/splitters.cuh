@@ -239,6 +239,11 @@ __global__ void splits_kernel(const long long* lo, int world, int runs, long lon
 // bytes()): its packed candidates (positions, then keys at key_offset), every
 // rank's, the local and global counts, the intervals and targets, and the
 // cuts with a status word, its own and every rank's.
+// The most runs a rank's shard can be in: two only on 2 ranks, where the
+// receiver merges 2 x 2 pieces in one 4-way pass (nccl merge_sort.cuh:
+// plan_call).
+inline int most_runs(int world) { return world == 2 ? 2 : 1; }
+
 template <class K>
 struct splitter_buffers {
   int world = 0;
@@ -263,8 +268,7 @@ struct splitter_buffers {
   std::size_t split_words() const { return static_cast<std::size_t>(runs) * (static_cast<std::size_t>(world) + 1) + 2; }
 
   // Carved before the headers say how many runs the call takes: sized for
-  // the most it can (two runs only on 2 ranks, plan_call).
-  static int most_runs(int world) { return world == 2 ? 2 : 1; }
+  // the most it can (most_runs).
   std::vector<std::size_t> sizes() const {
     const std::size_t r = static_cast<std::size_t>(most_runs(world));
     const std::size_t cands = static_cast<std::size_t>(world) * r * static_cast<std::size_t>(per_run());
