@@ -10,24 +10,29 @@
 //                   GPUs two, the last merge level left out where that saves
 //                   a pass (the receiving rank's 4-way merge makes it)
 //   3. splitters    exact global splitters by a distributed co-rank search
-//                   over every rank's runs (splitters.cuh), then an
-//                   all-gather of every rank's cuts and status; host wait 2
-//   4. exchange     one NCCL group of ncclSend/ncclRecv for keys and values,
-//                   each piece moved on 256-byte boundaries (wire()) from the
-//                   runs into the receiver's slots; a rank's own pieces stay
-//                   where its local sort left them
-//   5. merge        each rank merges its pieces (in rank and run order, so
-//                   ties stay stable) into its shard, queued behind the
-//                   exchange: one 4-way pass for 3 or 4 pieces (merge_four),
-//                   else a copy, a merge or a tree of merges; host wait 3:
-//                   the call returns when the sort is done, as thrust::sort
-//                   does
+//                   over every rank's runs (splitters.cuh), and the cuts of
+//                   each rank's output into chunks, then an all-gather of
+//                   every rank's cuts and status; host wait 2
+//   4. exchange     a round a chunk (as many as GPUs up to 4, a chunk at
+//                   least 2^22 elements of a rank's output), each an NCCL
+//                   group of ncclSend/ncclRecv for keys and values on a
+//                   stream of the rank's own of the highest priority, each
+//                   piece moved on 256-byte boundaries (wire()) from the runs
+//                   into the receiver's slots; a rank's own pieces stay where
+//                   its local sort left them
+//   5. merge        each rank merges a chunk's pieces (in rank and run order,
+//                   so ties stay stable) into its shard on its stream once the
+//                   chunk has arrived, while the next travels: one 4-way pass
+//                   for 3 or 4 pieces (merge_four), else a copy, a merge or a
+//                   tree of merges; host wait 3: the call returns when the
+//                   sort is done, as thrust::sort does
 //
 // Global order is (key, rank, position): rank r ends with the elements of
 // global positions [G_r, G_r + n_r), where n_r is its own shard's length and
 // G_r the sum of the lower ranks' lengths. Boundary s (s = 1 .. world-1) cuts
 // every rank q's sorted shard at S_q(s) = the number of q's elements among the
-// first G_s; rank q sends [S_q(s), S_q(s+1)) to rank s.
+// first G_s; rank q sends [S_q(s), S_q(s+1)) to rank s, cut further into
+// chunks at prefixes of the global order between them.
 //
 // Failures. Whatever fails on one rank must reach the others, or they wait:
 //  - before the headers (a host or null pointer, a stream of another device,
@@ -200,6 +205,10 @@ struct rank_state {
   // A stream of the rank's device (for a rank whose own stream is of another
   // device: it still reports to the others).
   cudaStream_t side = nullptr;
+  // The exchange's stream (of the device's highest priority) and its events:
+  // [0] the runs are ready (on `stream`), [1 + c] chunk c has arrived.
+  cudaStream_t exchange_stream = nullptr;
+  std::vector<cudaEvent_t> events;
 
   rank_state() = default;
   rank_state(const rank_state&) = delete;
@@ -209,15 +218,21 @@ struct rank_state {
     // (before the side stream, which is `stream` for a rank whose own
     // stream was of another device).
     cudaSetDevice(device);
+    // (The exchange reads and writes `big`: done, or stopped by an abort.)
+    if (exchange_stream != nullptr) cudaStreamSynchronize(exchange_stream);
     big.reset();
     small.reset();
     if (side != nullptr) cudaStreamDestroy(side);
+    if (exchange_stream != nullptr) cudaStreamDestroy(exchange_stream);
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
   }
 };
 
 // Events a benchmark hands in (one row per local rank, made on its device) to
 // time the phases: recorded on the rank's stream at the start, after the local
-// sort, after the splitters, after the exchange and after the merge.
+// sort, after the splitters, after the exchange's last chunk (on the
+// exchange's stream: the merges of the earlier chunks overlap the exchange)
+// and after the merge.
 struct phase_marks {
   std::vector<std::vector<cudaEvent_t>> events;
 };
@@ -284,7 +299,7 @@ void merge_runs(rank_state<K, V>& st, std::vector<run<K, V>> runs, Comp comp, co
 struct host_view {
   header* send;
   header* all;  // local x world
-  long long* splits;  // local x world x (runs x (world + 1) + 2): cut_matrix
+  long long* splits;  // local x world x record_words(): cut_matrix
 };
 
 // A rank's checks and buffers before the headers. A failure is kept in
@@ -407,12 +422,27 @@ void check_headers(const std::vector<rank_state<K, V>>& st, const header* all, i
 // pieces in one 4-way pass (merge_four; else a tree of 2-way merges).
 struct call_plan {
   int runs = 1;
+  int chunks = 1;  // the exchange's rounds; each rank's output is cut into as many chunks
   bool four_way = false;
-  int pieces(int world) const { return world * runs; }
+  int pieces(int world) const { return world * runs; }  // a chunk's
   // The merge tree's second buffer: more than two pieces without merge_four.
   bool needs_tmp(int world) const { return pieces(world) > (four_way ? 4 : 2); }
 };
-inline call_plan plan_call(const header* all, int world) {
+
+// The exchange's rounds by default: as many as ranks, up to 4 (measured on 2
+// and 4), a chunk at least min_chunk elements of a rank's output. Chunk c's
+// merge runs while chunk c + 1 travels, so past the exchange the call waits
+// for the last chunk's merge only; but NCCL's kernels slow beside the
+// merges. 2^30 int32 keys, H200s, same calls: on 2, exchange + merge 3.04 +
+// 2.34 ms in one round, 3.54 + 1.31 in 2, 4.17 + 0.72 in 4, 4.57 + 0.47 in
+// 8 (the call 25.8, 25.3, 25.4, 25.8 ms; pairs 1.71x-1.72x in 2 rounds,
+// 1.70x in 4); on 4, 3.27 + 1.25 in one round, 2.97 + 0.47 in 4 (15.6 to
+// 14.3 ms; 2^28 and 2^29 gain 5% and 8%).
+inline constexpr int most_default_chunks = 4;
+inline constexpr long long min_chunk = 1LL << 22;
+
+// chunks: the exchange's rounds the caller asks for (0: the default).
+inline call_plan plan_call(const header* all, int world, long long longest, int chunks) {
   call_plan c;
   c.four_way = true;
   for (int q = 0; q < world; ++q) c.four_way = c.four_way && all[q].four_way != 0;
@@ -421,6 +451,10 @@ inline call_plan plan_call(const header* all, int world) {
   // level is then left out (2^30 int32 keys on 2 GPUs: one pass of 2^29 keys
   // fewer a rank).
   c.runs = c.four_way ? most_runs(world) : 1;
+  // (Not measured past 4 ranks: one round there unless the caller asks.)
+  const long long wanted =
+      chunks > 0 ? chunks : (world <= most_default_chunks ? std::min<long long>(longest / min_chunk, world) : 1);
+  c.chunks = static_cast<int>(std::clamp<long long>(wanted, 1, max_chunks));
   return c;
 }
 
@@ -443,11 +477,13 @@ long long sort_rank(rank_state<K, V>& s, int world, const call_plan& plan, Comp 
     const local_policy par = cuda::par.on(s.stream);
     if (s.shard.n > 0) {
       // The runs (n elements), the slots (n elements at most, and a margin
-      // on both sides of every piece, plus 16 to start each piece at the
-      // offset plan_pieces picks), and the tree's second buffer where needed.
+      // on both sides of every piece of every chunk, plus 16 to start each
+      // piece at the offset plan_pieces picks), and the tree's second buffer
+      // where needed.
       const std::size_t n = static_cast<std::size_t>(s.shard.n);
-      const std::size_t elements =
-          2 * n + static_cast<std::size_t>(plan.pieces(world)) * (2 * slot_margin<K, V, WithValues>() + 16);
+      const std::size_t elements = 2 * n + static_cast<std::size_t>(plan.pieces(world)) *
+                                               static_cast<std::size_t>(plan.chunks) *
+                                               (2 * slot_margin<K, V, WithValues>() + 16);
       const std::size_t keys = align_wire(elements * sizeof(K)), vals = WithValues ? align_wire(elements * sizeof(V)) : 0;
       const std::size_t tmp =
           plan.needs_tmp(world) ? align_wire(n * sizeof(K)) + (WithValues ? align_wire(n * sizeof(V)) : 0) : 0;
@@ -479,6 +515,7 @@ void restore_shard(rank_state<K, V>& s, Comp comp) noexcept {
   if (!s.sorted || s.shard.n == 0) return;
   try {
     cudaSetDevice(s.device);
+    if (s.exchange_stream != nullptr) cudaStreamSynchronize(s.exchange_stream);
     long long w = s.shard.n;
     if (cudaMemcpyAsync(&w, s.search.width, sizeof(w), cudaMemcpyDeviceToHost, s.stream) != cudaSuccess ||
         cudaStreamSynchronize(s.stream) != cudaSuccess) {
@@ -511,24 +548,29 @@ void restore_shard(rank_state<K, V>& s, Comp comp) noexcept {
 }
 
 // A rank's cut matrix as the host received it (the same on every rank):
-// cut(q, j, s) = S of rank q's run j at boundary s, q's status and the
+// cut(q, j, b) = S of rank q's run j at boundary b (b = s x chunks + c
+// starts chunk c of rank s's output; splitters.cuh), q's status and the
 // length of its first run.
 struct cut_matrix {
   const long long* words;
-  int world, runs;
-  std::size_t stride() const { return static_cast<std::size_t>(runs) * (static_cast<std::size_t>(world) + 1) + 2; }
-  long long cut(int q, int j, int s) const {
-    return words[static_cast<std::size_t>(q) * stride() + static_cast<std::size_t>(j) * (static_cast<std::size_t>(world) + 1) +
-                 static_cast<std::size_t>(s)];
+  int world, runs, chunks;
+  int boundaries() const { return world * chunks; }  // B: cuts 0 .. B a run
+  std::size_t stride() const { return splitter_buffers<char>::record_words(runs, world, chunks); }
+  long long cut(int q, int j, int b) const {
+    return words[static_cast<std::size_t>(q) * stride() +
+                 static_cast<std::size_t>(j) * (static_cast<std::size_t>(boundaries()) + 1) + static_cast<std::size_t>(b)];
   }
   long long status(int q) const { return words[static_cast<std::size_t>(q) * stride() + stride() - 2]; }
   long long width(int q) const { return words[static_cast<std::size_t>(q) * stride() + stride() - 1]; }
   // Where run j of rank q (length n) starts in its runs, and its length.
   long long run_begin(int q, int j) const { return j == 0 ? 0 : width(q); }
   long long run_length(int q, int j, long long n) const { return runs == 1 ? n : (j == 0 ? width(q) : n - width(q)); }
-  // Rank q's piece of run j for rank s: [from, to) of its runs.
-  long long from(int q, int j, int s) const { return run_begin(q, j) + cut(q, j, s); }
-  long long count(int q, int j, int s) const { return cut(q, j, s + 1) - cut(q, j, s); }
+  // Rank q's piece of run j for chunk c of rank s: [from, from + count) of
+  // its runs.
+  long long from(int q, int j, int s, int c) const { return run_begin(q, j) + cut(q, j, s * chunks + c); }
+  long long count(int q, int j, int s, int c) const {
+    return cut(q, j, s * chunks + c + 1) - cut(q, j, s * chunks + c);
+  }
 };
 
 // The checks every rank makes alike on the cut matrix (the same on every
@@ -554,70 +596,91 @@ void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, cons
   for (int q = 0; q < world; ++q) {
     if (m.width(q) < 0 || m.width(q) > all[q].n) throw uneven();
   }
-  long long g = 0;
-  for (int s = 0; s <= world; ++s) {
+  // Every cut in order and in range; the cuts between the ranks' outputs
+  // (chunk 0 of each) exact: they add up to G_s. (A chunk's cut inside a
+  // rank's output may lie anywhere between them: splitters.cuh.)
+  const int stride = static_cast<int>(sizeof(header) / sizeof(long long));
+  for (int b = 0; b <= m.boundaries(); ++b) {
     long long sum = 0;
     bool in_range = true;
     for (int q = 0; q < world; ++q) {
       for (int j = 0; j < m.runs; ++j) {
-        const long long c = m.cut(q, j, s);
+        const long long c = m.cut(q, j, b);
         sum += c;
-        const bool ordered = s == 0 ? c == 0 : c >= m.cut(q, j, s - 1);
+        const bool ordered = b == 0 ? c == 0 : c >= m.cut(q, j, b - 1);
         in_range = in_range && ordered && c >= 0 && c <= m.run_length(q, j, all[q].n);
       }
     }
-    if (!in_range || sum != g) throw uneven();
-    if (s < world) g += all[s].n;
+    const bool exact = b % m.chunks == 0;
+    if (!in_range || (exact && sum != chunk_target(&all[0].n, stride, world, m.chunks, b / m.chunks, 0))) {
+      throw uneven();
+    }
   }
 }
 
-// Where local rank r's pieces are and travel. Received piece (q, j) (from
-// rank q's run j) lands at element at[q * runs + j] of the rank's arrays
-// (after its runs: from element n on); its own pieces stay in its runs, at
-// their offsets there. One offset serves the keys and the values: plan_pieces
-// starts each received piece at an element congruent to its position in the
-// sender's array modulo 16, so that NCCL writes it from a 16-byte boundary
-// in both arrays when the senders' arrays are 16-byte aligned.
+// Where local rank r's pieces are and travel. Received piece (c, q, j)
+// (chunk c, from rank q's run j) lands at element at[index(c, q, j)] of the
+// rank's arrays (after its runs: from element n on); its own pieces stay in
+// its runs, at their offsets there. One offset serves the keys and the
+// values: plan_pieces starts each received piece at an element congruent to
+// its position in the sender's array modulo 16, so that NCCL writes it from a
+// 16-byte boundary in both arrays when the senders' arrays are 16-byte
+// aligned. Chunk c's merge writes [out[c], out[c + 1]) of the rank's shard.
 struct piece_plan {
-  std::vector<long long> at, n;  // world * runs: every piece's offset and length, in (rank, run) order
+  int world = 0, runs = 0;
+  std::vector<long long> at, n;  // chunks x world x runs: every piece's offset and length
+  std::vector<long long> out;    // chunks + 1
+  std::size_t index(int c, int q, int j) const {
+    return (static_cast<std::size_t>(c) * static_cast<std::size_t>(world) + static_cast<std::size_t>(q)) *
+               static_cast<std::size_t>(runs) +
+           static_cast<std::size_t>(j);
+  }
 };
 inline piece_plan plan_pieces(int r, const cut_matrix& m, const header* all, std::size_t margin) {
   piece_plan p;
-  long long cursor = all[r].n;
-  for (int q = 0; q < m.world; ++q) {
-    for (int j = 0; j < m.runs; ++j) {
-      const long long count = m.count(q, j, r);
-      long long at = 0;
-      if (q == r) {
-        at = m.from(r, j, r);
-      } else if (count > 0) {
-        const long long a = m.from(q, j, r);
-        at = cursor + static_cast<long long>(margin);
-        at += ((a - at) % 16 + 16) % 16;
-        cursor = at + count + static_cast<long long>(margin);
+  p.world = m.world;
+  p.runs = m.runs;
+  long long cursor = all[r].n, out = 0;
+  for (int c = 0; c < m.chunks; ++c) {
+    p.out.push_back(out);
+    for (int q = 0; q < m.world; ++q) {
+      for (int j = 0; j < m.runs; ++j) {
+        const long long count = m.count(q, j, r, c);
+        long long at = 0;
+        if (q == r) {
+          at = m.from(r, j, r, c);
+        } else if (count > 0) {
+          const long long a = m.from(q, j, r, c);
+          at = cursor + static_cast<long long>(margin);
+          at += ((a - at) % 16 + 16) % 16;
+          cursor = at + count + static_cast<long long>(margin);
+        }
+        p.at.push_back(at);
+        p.n.push_back(count);
+        out += count;
       }
-      p.at.push_back(at);
-      p.n.push_back(count);
     }
   }
+  p.out.push_back(out);
   return p;
 }
 
 // What local rank r sends and receives of one array (elements of `size`
-// bytes, whose runs start at base) for run j: pieces for the transport.
+// bytes, whose runs start at base) for run j in chunk c: pieces for the
+// transport.
 struct wire_plan {
   pieces out, in;
 };
-inline wire_plan plan_wire(int r, int j, const cut_matrix& m, const piece_plan& pp, std::size_t size,
+inline wire_plan plan_wire(int r, int j, int c, const cut_matrix& m, const piece_plan& pp, std::size_t size,
                            const header* all) {
   wire_plan p;
   for (int q = 0; q < m.world; ++q) {
     wire_piece o, i;
     if (q != r) {  // every rank's runs start on a wire_align boundary (rank_state::keys)
-      o = wire(m.from(r, j, q), m.from(r, j, q) + m.count(r, j, q), size, all[r].n);
-      i = wire(m.from(q, j, r), m.from(q, j, r) + m.count(q, j, r), size, all[q].n);
+      o = wire(m.from(r, j, q, c), m.from(r, j, q, c) + m.count(r, j, q, c), size, all[r].n);
+      i = wire(m.from(q, j, r, c), m.from(q, j, r, c) + m.count(q, j, r, c), size, all[q].n);
     }
-    const std::size_t at = static_cast<std::size_t>(pp.at[static_cast<std::size_t>(q * m.runs + j)]);
+    const std::size_t at = static_cast<std::size_t>(pp.at[pp.index(c, q, j)]);
     p.out.offset.push_back(o.lo);
     p.out.bytes.push_back(o.hi - o.lo);
     p.in.offset.push_back(i.hi > i.lo ? at * size - i.head : 0);
@@ -626,19 +689,19 @@ inline wire_plan plan_wire(int r, int j, const cut_matrix& m, const piece_plan& 
   return p;
 }
 
-// Step 4 over every local rank: every run's pieces, keys and values, in one
-// NCCL group, from the runs into the slots (plan_pieces). A rank's own pieces
-// do not move.
+// One round of step 4 over every local rank: chunk c's pieces of every run,
+// keys and values, in one NCCL group on the ranks' exchange streams, from the
+// runs into the slots (plan_pieces). A rank's own pieces do not move.
 template <bool WithValues, class K, class V, class Transport>
 void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
-                     const std::vector<piece_plan>& pp) {
+                     const std::vector<piece_plan>& pp, int c) {
   auto send = [&](int j, bool values) {
     std::vector<const char*> from;
     std::vector<char*> to;
     std::vector<pieces> out, in;
     for (std::size_t i = 0; i < st.size(); ++i) {
       char* base = values ? reinterpret_cast<char*>(st[i].vals) : reinterpret_cast<char*>(st[i].keys);
-      const wire_plan w = plan_wire(st[i].rank, j, m, pp[i], values ? sizeof(V) : sizeof(K), all);
+      const wire_plan w = plan_wire(st[i].rank, j, c, m, pp[i], values ? sizeof(V) : sizeof(K), all);
       from.push_back(base);
       to.push_back(base);
       out.push_back(w.out);
@@ -646,24 +709,53 @@ void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const head
     }
     t.exchange(from, out, to, in);
   };
-  t.grouped([&] {
-    for (int j = 0; j < m.runs; ++j) {
-      send(j, false);
-      if constexpr (WithValues) send(j, true);
-    }
+  std::vector<cudaStream_t> streams;
+  for (const rank_state<K, V>& s : st) streams.push_back(s.exchange_stream);
+  t.on_streams(streams, [&] {
+    t.grouped([&] {
+      for (int j = 0; j < m.runs; ++j) {
+        send(j, false);
+        if constexpr (WithValues) send(j, true);
+      }
+    });
   });
 }
 
-// Step 5 for one rank: its pieces (in rank and run order, so that ties stay
-// stable) merged into its shard: in one 4-way pass (merge_four) where there
-// are 3 or 4 of them and the types have it, else by merge_runs (a copy, one
-// merge, or a tree).
+// The exchange's stream and events of a rank, its stream waiting for the
+// runs. The highest priority: a chunk's NCCL kernels then take SMs as the
+// blocks of the merge before them end, instead of after its last wave.
+template <class K, class V>
+void open_exchange(rank_state<K, V>& s, int chunks, const char* algorithm) {
+  int least = 0, greatest = 0;
+  check_cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), algorithm, "cudaDeviceGetStreamPriorityRange");
+  check_cuda(cudaStreamCreateWithPriority(&s.exchange_stream, cudaStreamNonBlocking, greatest), algorithm,
+             "cudaStreamCreateWithPriority");
+  for (int e = 0; e <= chunks; ++e) {
+    cudaEvent_t ev{};
+    check_cuda(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), algorithm, "cudaEventCreate");
+    s.events.push_back(ev);
+  }
+  check_cuda(cudaEventRecord(s.events[0], s.stream), algorithm, "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(s.exchange_stream, s.events[0], 0), algorithm, "cudaStreamWaitEvent");
+}
+
+// Step 5 for one rank and chunk c: its pieces of the chunk (in rank and run
+// order, so that ties stay stable) merged into the chunk's place in its
+// shard, on the rank's stream once the chunk has arrived: in one 4-way pass
+// (merge_four) where there are 3 or 4 of them and the types have it, else by
+// merge_runs (a copy, one merge, or a tree).
 template <bool WithValues, class K, class V, class Comp>
-void merge_pieces(rank_state<K, V>& s, const call_plan& plan, const piece_plan& pp, Comp comp, const char* algorithm) {
+void merge_pieces(rank_state<K, V>& s, const call_plan& plan, const piece_plan& pp, int c, Comp comp,
+                  const char* algorithm) {
+  check_cuda(cudaEventRecord(s.events[static_cast<std::size_t>(c) + 1], s.exchange_stream), algorithm,
+             "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(s.stream, s.events[static_cast<std::size_t>(c) + 1], 0), algorithm,
+             "cudaStreamWaitEvent");
   std::vector<run<K, V>> runs;
   index_t at[4] = {0, 0, 0, 0}, len[4] = {0, 0, 0, 0};
-  long long out = 0;
-  for (std::size_t u = 0; u < pp.n.size(); ++u) {
+  const long long first = pp.out[static_cast<std::size_t>(c)];
+  long long out = first;
+  for (std::size_t u = pp.index(c, 0, 0); u < pp.index(c + 1, 0, 0); ++u) {
     if (pp.n[u] == 0) continue;
     if (runs.size() < 4) {
       at[runs.size()] = pp.at[u];
@@ -674,7 +766,9 @@ void merge_pieces(rank_state<K, V>& s, const call_plan& plan, const piece_plan& 
   }
   if (plan.four_way && runs.size() >= 3 && runs.size() <= 4) {
     cuda_backend::merge_four<local_policy, K, V, WithValues>(cuda::par.on(s.stream), s.keys, s.vals, at, len,
-                                                             s.shard.keys, s.shard.vals, comp, algorithm);
+                                                             s.shard.keys + first,
+                                                             WithValues ? s.shard.vals + first : nullptr, comp,
+                                                             algorithm);
   } else {
     merge_runs<WithValues>(s, std::move(runs), comp, algorithm);
   }
@@ -683,19 +777,21 @@ void merge_pieces(rank_state<K, V>& s, const call_plan& plan, const piece_plan& 
 // The sort of every shard this process drives (one per local rank of t).
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp comp, const char* algorithm,
-                 phase_marks* marks = nullptr) {
+                 phase_marks* marks = nullptr, int chunks = 0) {
   static_assert(alignof(K) <= 16 && alignof(V) <= 16,
                 "libmerge::merge_sort (NCCL backend): keys and values aligned to more than 16 bytes are not "
                 "supported");
   const int local = t.local_count();
   const int world = t.world();
   device_scope scope;
-  auto mark = [&](int phase) {
+  // (on the ranks' own streams, or on those `on` gives)
+  auto mark = [&](int phase, const std::vector<cudaStream_t>* on = nullptr) {
     if (marks == nullptr) return;
     for (int i = 0; i < local; ++i) {
       scope.set(t.local(i).device, algorithm);
-      check_cuda(cudaEventRecord(marks->events[static_cast<std::size_t>(i)][static_cast<std::size_t>(phase)],
-                                 t.local(i).stream),
+      const std::size_t u = static_cast<std::size_t>(i);
+      check_cuda(cudaEventRecord(marks->events[u][static_cast<std::size_t>(phase)],
+                                 on != nullptr ? (*on)[u] : t.local(i).stream),
                  algorithm, "cudaEventRecord (phase mark)");
     }
   };
@@ -715,10 +811,9 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     return;
   }
 
-  // A rank's record of cuts, status and width: sized for the most runs a
-  // call can take (plan_call comes after the headers).
-  const std::size_t words =
-      static_cast<std::size_t>(most_runs(world)) * (static_cast<std::size_t>(world) + 1) + 2;
+  // A rank's record of cuts, status and width: sized for the most runs and
+  // chunks a call can take (plan_call comes after the headers).
+  const std::size_t words = splitter_buffers<K>::record_words(most_runs(world), world, max_chunks);
   const std::size_t L = static_cast<std::size_t>(local), W = static_cast<std::size_t>(world);
   host_staging staging(L * sizeof(header) + L * W * sizeof(header) + L * W * words * sizeof(long long));
   const host_view h{reinterpret_cast<header*>(staging.data()),
@@ -756,7 +851,7 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   check_headers(st, all, world, algorithm);
   long long longest = 0;
   for (int q = 0; q < world; ++q) longest = std::max(longest, all[q].n);
-  const call_plan plan = plan_call(all, world);
+  const call_plan plan = plan_call(all, world, longest, chunks);
 
   // From the local sort on, the shard is the sort's scratch: whatever fails
   // after it, each rank gets its own elements back, sorted (restore_shard).
@@ -767,6 +862,7 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     std::vector<const long long*> all_lengths;
     for (rank_state<K, V>& s : st) {
       s.search.runs = plan.runs;
+      s.search.chunks = plan.chunks;
       status.push_back(sort_rank<WithValues>(s, world, plan, comp, algorithm));
       lengths.push_back(static_cast<long long>(s.shard.n));
       // (A rank whose buffers failed searches its shard: in range, and its
@@ -777,7 +873,7 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     mark(1);
 
     // 3. Splitters, and every rank's cuts and status to every host (wait 2).
-    const cut_matrix m{h.splits, world, plan.runs};
+    const cut_matrix m{h.splits, world, plan.runs, plan.chunks};
     collective([&] {
       std::vector<splitter_buffers<K>> bufs;
       for (rank_state<K, V>& s : st) bufs.push_back(s.search);
@@ -795,16 +891,26 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     check_cuts(st, all, m, algorithm);
     mark(2);
 
-    // 4. Exchange, and 5. the merge of what each rank received, queued
-    // behind it on the rank's stream; then wait for the end (wait 3).
+    // 4. Exchange, a round a chunk on each rank's exchange stream, and 5.
+    // the merge of each chunk on the rank's stream once it has arrived:
+    // chunk c merges while chunk c + 1 travels. Then wait for the end
+    // (wait 3).
     collective([&] {
       std::vector<piece_plan> pp;
-      for (rank_state<K, V>& s : st) pp.push_back(plan_pieces(s.rank, m, all, slot_margin<K, V, WithValues>()));
-      exchange_pieces<WithValues>(t, st, all, m, pp);
-      mark(3);
-      for (std::size_t i = 0; i < L; ++i) {
-        scope.set(st[i].device, algorithm);
-        merge_pieces<WithValues>(st[i], plan, pp[i], comp, algorithm);
+      std::vector<cudaStream_t> exchange_streams;
+      for (rank_state<K, V>& s : st) {
+        scope.set(s.device, algorithm);
+        pp.push_back(plan_pieces(s.rank, m, all, slot_margin<K, V, WithValues>()));
+        open_exchange(s, plan.chunks, algorithm);
+        exchange_streams.push_back(s.exchange_stream);
+      }
+      for (int c = 0; c < plan.chunks; ++c) {
+        exchange_pieces<WithValues>(t, st, all, m, pp, c);
+        if (c + 1 == plan.chunks) mark(3, &exchange_streams);
+        for (std::size_t i = 0; i < L; ++i) {
+          scope.set(st[i].device, algorithm);
+          merge_pieces<WithValues>(st[i], plan, pp[i], c, comp, algorithm);
+        }
       }
       mark(4);
       t.wait_all();

@@ -24,6 +24,18 @@
 // rank proposes from each of its runs, counts every candidate in each of its
 // runs (the sums are what the all-reduce adds up) and narrows an interval a
 // run and boundary.
+//
+// The exchange goes in `chunks` rounds (merge_sort.cuh, step 4): each rank's
+// output is cut into that many chunks, at cuts that need not be exact, only
+// the same prefix of the global order on every rank. Any candidate c gives
+// one for free: every sequence's count L_v(c) cuts the first R(c) elements.
+// So the cut inside rank s's output nearest below G_s + c n_s / chunks is the
+// first round's candidate with the largest R(c) at most that (snap_kernel;
+// the first round's intervals span the runs, so its candidates lie every
+// N / (1023 x sequences) or so of the global order), taken between the exact
+// cuts of rank s's output (prefixes of one order are nested, so the
+// sequence-wise max and min of two are prefixes too). Chunks thus cost the
+// search no interval and no round.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -73,6 +85,17 @@ __device__ __forceinline__ run_of run_at(int j, int runs, long long width, long 
   if (runs == 1) return {0, n};
   const long long w = width < 0 ? 0 : (width > n ? n : width);
   return j == 0 ? run_of{0, w} : run_of{w, n - w};
+}
+
+// Where chunk c (c = 0 .. chunks) of rank s's output would start ideally:
+// G_s + floor(c n_s / chunks), from every rank's length (one every `stride`
+// words); c = chunks is G_{s+1}, and s = world with c = 0 the total.
+__host__ __device__ inline long long chunk_target(const long long* lengths, int stride, int world, int chunks, int s,
+                                                  int c) {
+  long long g = 0;
+  for (int q = 0; q < s && q < world; ++q) g += lengths[q * stride];
+  if (s < world) g += static_cast<long long>(c) * lengths[s * stride] / chunks;
+  return g;
 }
 
 // Interval t = j * boundaries + b (run j, boundary b + 1)'s first bounds
@@ -214,24 +237,83 @@ __global__ void __launch_bounds__(NT)
   }
 }
 
-// The rank's record: for each run j, its cuts [0, S_v(1), .., S_v(world-1),
-// n_v] (world + 1 words), then its status (non-zero: this rank failed after
-// the headers, in its local sort or allocating the exchange's buffers), then
-// the first run's length W.
+// The chunks' cuts (see the top of the file): block k = s x (chunks - 1) +
+// c - 1 takes, among the first round's candidates, the one with the largest
+// global position R at most chunk_target(s, c) (the lowest index of equals:
+// the same element proposed twice), and writes its count in each of the
+// rank's runs to sub[j x world x (chunks - 1) + k]; -1 where there is none.
+struct best_candidate {
+  long long r;
+  int c;
+};
+struct later_candidate {
+  __device__ best_candidate operator()(const best_candidate& a, const best_candidate& b) const {
+    if (a.r != b.r) return a.r > b.r ? a : b;
+    return a.c < b.c ? a : b;
+  }
+};
+
+template <int NT = 256>
+__global__ void __launch_bounds__(NT)
+    snap_kernel(int world, int runs, int chunks, int per_run, const char* all, std::size_t block,
+                const unsigned long long* local, const unsigned long long* global, const long long* lengths,
+                int stride, long long* sub) {
+  using reduce = cub::BlockReduce<best_candidate, NT>;
+  __shared__ typename reduce::TempStorage storage;
+  const int k = static_cast<int>(blockIdx.x);
+  const int s = k / (chunks - 1), c = k % (chunks - 1) + 1;
+  const long long target = chunk_target(lengths, stride, world, chunks, s, c);
+  const int per_rank = runs * per_run;
+  const int total = world * per_rank;
+  best_candidate best{-1, 0};
+  for (int x = static_cast<int>(threadIdx.x); x < total; x += NT) {
+    const int q = x / per_rank, i = x % per_rank;
+    const long long p = reinterpret_cast<const long long*>(all + static_cast<std::size_t>(q) * block)[i];
+    const long long r = static_cast<long long>(global[x]);
+    if (p >= 0 && r <= target) best = later_candidate()(best, best_candidate{r, x});
+  }
+  best = reduce(storage).Reduce(best, later_candidate());
+  if (threadIdx.x == 0) {
+    const int subs = world * (chunks - 1);
+    for (int j = 0; j < runs; ++j) {
+      sub[j * subs + k] =
+          best.r < 0 ? -1
+                     : static_cast<long long>(local[static_cast<std::size_t>(j) * static_cast<std::size_t>(total) +
+                                                    static_cast<std::size_t>(best.c)]);
+    }
+  }
+}
+
+// The rank's record: for each run j, its cuts (world x chunks + 1 words:
+// cut s x chunks + c starts chunk c of rank s's output; the exact
+// S_v(1), .., S_v(world-1) at c = 0, and 0 and n_v at the ends), then its
+// status (non-zero: this rank failed after the headers, in its local sort or
+// allocating the exchange's buffers), then the first run's length W. A
+// chunk's cut is the snapped one (sub) between the exact cuts of its rank's
+// output, or the lower of them where none was found.
 template <int = 0>
-__global__ void splits_kernel(const long long* lo, int world, int runs, long long n, const long long* width,
-                              long long status, long long* splits) {
-  const int s = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  const int cuts = runs * (world + 1);
-  if (s >= cuts + 2) return;
+__global__ void splits_kernel(const long long* lo, const long long* sub, int world, int chunks, int runs, long long n,
+                              const long long* width, long long status, long long* splits) {
+  const int x = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int B = world * chunks;
+  const int cuts = runs * (B + 1);
+  if (x >= cuts + 2) return;
   const long long w = runs == 1 ? n : run_at(0, runs, *width, n).n;
-  if (s >= cuts) {
-    splits[s] = s == cuts ? status : w;
+  if (x >= cuts) {
+    splits[x] = x == cuts ? status : w;
     return;
   }
-  const int j = s / (world + 1), b = s % (world + 1);
+  const int j = x / (B + 1), b = x % (B + 1);
+  const int s = b / chunks, c = b % chunks;
   const long long len = runs == 1 ? n : (j == 0 ? w : n - w);
-  splits[s] = b == 0 ? 0 : (b == world ? len : lo[j * (world - 1) + b - 1]);
+  auto exact = [&](int rank) { return rank == 0 ? 0 : (rank == world ? len : lo[j * (world - 1) + rank - 1]); };
+  if (c == 0) {
+    splits[x] = exact(s);
+    return;
+  }
+  const long long low = exact(s), high = exact(s + 1);
+  const long long v = sub[j * world * (chunks - 1) + s * (chunks - 1) + c - 1];
+  splits[x] = v < low ? low : (v > high ? high : v);
 }
 
 
@@ -243,11 +325,15 @@ __global__ void splits_kernel(const long long* lo, int world, int runs, long lon
 // receiver merges 2 x 2 pieces in one 4-way pass (nccl merge_sort.cuh:
 // plan_call).
 inline int most_runs(int world) { return world == 2 ? 2 : 1; }
+// The most chunks the exchange of a call can go in (merge_sort.cuh:
+// plan_call).
+inline constexpr int max_chunks = 16;
 
 template <class K>
 struct splitter_buffers {
   int world = 0;
   int runs = 1;
+  int chunks = 1;
   char* cand = nullptr;
   char* cand_all = nullptr;
   unsigned long long* counts = nullptr;      // runs x all_candidates(): this rank's, run by run
@@ -255,6 +341,7 @@ struct splitter_buffers {
   unsigned long long* counts_all = nullptr;  // every candidate's global position
   long long *lo = nullptr, *hi = nullptr, *target = nullptr;  // an interval a run and boundary
   long long* width = nullptr;                                  // the first run's length (the local sort's)
+  long long* sub = nullptr;  // the chunks' snapped cuts: runs x world x (chunks - 1) (snap_kernel)
   long long* splits = nullptr;                                 // split_words()
   long long* splits_all = nullptr;                             // world x split_words()
 
@@ -265,19 +352,27 @@ struct splitter_buffers {
   std::size_t key_offset() const { return align16(static_cast<std::size_t>(per_rank()) * sizeof(long long)); }
   std::size_t block() const { return align16(key_offset() + static_cast<std::size_t>(per_rank()) * sizeof(K)); }
   std::size_t all_candidates() const { return static_cast<std::size_t>(world) * static_cast<std::size_t>(per_rank()); }
-  std::size_t split_words() const { return static_cast<std::size_t>(runs) * (static_cast<std::size_t>(world) + 1) + 2; }
+  std::size_t split_words() const { return record_words(runs, world, chunks); }
+  static std::size_t record_words(int runs, int world, int chunks) {
+    return static_cast<std::size_t>(runs) * (static_cast<std::size_t>(world) * static_cast<std::size_t>(chunks) + 1) +
+           2;
+  }
+  std::size_t sub_words() const {
+    return static_cast<std::size_t>(runs) * static_cast<std::size_t>(world) * static_cast<std::size_t>(chunks - 1);
+  }
 
-  // Carved before the headers say how many runs the call takes: sized for
-  // the most it can (most_runs).
+  // Carved before the headers say how many runs and chunks the call takes:
+  // sized for the most it can (most_runs, max_chunks).
   std::vector<std::size_t> sizes() const {
     const std::size_t r = static_cast<std::size_t>(most_runs(world));
     const std::size_t cands = static_cast<std::size_t>(world) * r * static_cast<std::size_t>(per_run());
     const std::size_t rank_block = align16(align16(r * static_cast<std::size_t>(per_run()) * 8) +
                                            r * static_cast<std::size_t>(per_run()) * sizeof(K));
-    const std::size_t words = r * (static_cast<std::size_t>(world) + 1) + 2;
+    const std::size_t words = record_words(most_runs(world), world, max_chunks);
     return {rank_block, static_cast<std::size_t>(world) * rank_block, r * cands * 8, cands * 8, cands * 8,
             static_cast<std::size_t>(boundaries()) * r * 8 * 3 + 8, words * 8,
-            static_cast<std::size_t>(world) * words * 8};
+            static_cast<std::size_t>(world) * words * 8,
+            r * static_cast<std::size_t>(world) * static_cast<std::size_t>(max_chunks - 1) * 8};
   }
   std::size_t bytes() const {
     std::size_t total = 0;
@@ -302,6 +397,7 @@ struct splitter_buffers {
     width = target + most_runs(world) * boundaries();
     splits = reinterpret_cast<long long*>(take(6));
     splits_all = reinterpret_cast<long long*>(take(7));
+    sub = reinterpret_cast<long long*>(take(8));
   }
 };
 
@@ -333,6 +429,10 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
     launch_small(init_intervals_kernel<>, b.intervals(), t.local(i).stream, algorithm,
                  "launch of init_intervals_kernel", all_lengths[static_cast<std::size_t>(i)], stride, world,
                  t.local(i).rank, b.runs, b.width, b.lo, b.hi, b.target);
+    if (b.chunks > 1) {  // (-1: no cut found, so the chunk's lower exact cut)
+      check_cuda(cudaMemsetAsync(b.sub, 0xff, b.sub_words() * sizeof(long long), t.local(i).stream), algorithm,
+                 "cudaMemsetAsync");
+    }
   }
   const int rounds = splitter_rounds(longest);
   for (int round = 0; round < rounds; ++round) {
@@ -365,6 +465,12 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
     for (int i = 0; i < local; ++i) {
       splitter_buffers<K>& b = bufs[static_cast<std::size_t>(i)];
       set_device(i);
+      if (round == 0 && b.chunks > 1) {
+        cuda_backend::launch_with(nullptr, snap_kernel<>, world * (b.chunks - 1), 256, 0, t.local(i).stream,
+                                  algorithm, "launch of snap_kernel", world, b.runs, b.chunks, b.per_run(), b.cand_all,
+                                  b.block(), b.counts, b.counts_all, all_lengths[static_cast<std::size_t>(i)], stride,
+                                  b.sub);
+      }
       cuda_backend::launch_with(nullptr, narrow_kernel<>, b.intervals(), narrow_threads, 0, t.local(i).stream,
                                 algorithm, "launch of narrow_kernel", world, t.local(i).rank, b.runs, boundaries,
                                 b.per_run(), b.cand_all, b.block(), b.counts, b.counts_all, b.target, b.lo, b.hi);
@@ -376,7 +482,7 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
     splitter_buffers<K>& b = bufs[static_cast<std::size_t>(i)];
     set_device(i);
     launch_small(splits_kernel<>, static_cast<int>(b.split_words()), t.local(i).stream, algorithm,
-                 "launch of splits_kernel", b.lo, world, b.runs, lengths[static_cast<std::size_t>(i)], b.width,
+                 "launch of splits_kernel", b.lo, b.sub, world, b.chunks, b.runs, lengths[static_cast<std::size_t>(i)], b.width,
                  status[static_cast<std::size_t>(i)], b.splits);
     send.push_back(b.splits);
     recv.push_back(b.splits_all);

@@ -168,6 +168,25 @@ class watchdog {
   std::thread thread_;  // last: starts once the rest is made
 };
 
+// Runs f with members[i].stream = streams[i], and puts the members' own
+// streams back however f ends.
+template <class F>
+void swap_streams(std::vector<member>& members, const std::vector<cudaStream_t>& streams, F& f) {
+  std::vector<cudaStream_t> own;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    own.push_back(members[i].stream);
+    members[i].stream = streams[i];
+  }
+  struct put_back {
+    std::vector<member>& m;
+    const std::vector<cudaStream_t>& own;
+    ~put_back() {
+      for (std::size_t i = 0; i < m.size(); ++i) m[i].stream = own[i];
+    }
+  } restore{members, own};
+  f();
+}
+
 class nccl_transport {
  public:
   // comms[i] and streams[i] belong to local rank i; every stream must be of
@@ -241,7 +260,11 @@ class nccl_transport {
   // NCCL's ncclSend/ncclRecv even where one process drives every rank:
   // cudaMemcpyPeerAsync of the same pieces, a stream a peer, tied on 2 H200s
   // (3.09 against 3.22 ms for 2^30 int32 keys) and lost on 4 (4.37 against
-  // 3.16 ms).
+  // 3.16 ms). Tried again with the chunked exchange (2026-11-27, 2 H200s,
+  // each rank pulling its pieces, libmerge's pool opened to the peer): 5.6 ms
+  // against NCCL's 3.0, one copy a piece or four streams each moving a
+  // quarter alike; the merges beside it slowed it less than NCCL's (5.7 ms),
+  // not enough to win.
   void exchange(const std::vector<const char*>& send, const std::vector<pieces>& out, const std::vector<char*>& recv,
                 const std::vector<pieces>& in) {
     group([&](const member& m, std::size_t i) {
@@ -265,6 +288,14 @@ class nccl_transport {
   template <class F>
   void grouped(F f) {
     in_group(f);
+  }
+
+  // The operations f starts go on streams[i] for local rank i instead of the
+  // ranks' own streams (the sort's exchange runs on a stream of higher
+  // priority than the merges beside it: merge_sort.cuh, step 4).
+  template <class F>
+  void on_streams(const std::vector<cudaStream_t>& streams, F f) {
+    swap_streams(members_, streams, f);
   }
 
   // Waits on the host until every local stream has done its work so far. A
@@ -496,6 +527,10 @@ class loopback_transport {
   template <class F>
   void grouped(F f) {
     f();
+  }
+  template <class F>
+  void on_streams(const std::vector<cudaStream_t>& streams, F f) {
+    swap_streams(members_, streams, f);
   }
 
  private:

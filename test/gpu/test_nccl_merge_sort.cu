@@ -10,8 +10,8 @@
 //    and skewed inputs (all keys on one rank, empty ranks), uneven shards,
 //    lm::greater<>, shards off 16-byte boundaries, a comparator that is no
 //    strict weak ordering, a host pointer on one rank, more than 2^31
-//    elements in all, and two ranks large enough that each local sort leaves
-//    two runs.
+//    elements in all, two ranks large enough that each local sort leaves
+//    two runs, and the exchange in 2 to 8 rounds (chunks).
 // Several GPUs through NCCL: test_nccl_multigpu.cu.
 #define BOOST_TEST_MODULE nccl_merge_sort
 #include <boost/test/included/unit_test.hpp>
@@ -62,10 +62,11 @@ struct streams {
 // ranks and checks every rank against std::stable_sort of the concatenation.
 // With `offset`, every shard starts that many elements into its buffers (so
 // off 16-byte boundaries: the exchange's aligned pieces), behind and before
-// guard elements that must come through unchanged.
+// guard elements that must come through unchanged. `chunks`: the exchange's
+// rounds (0: the library's choice, one round at these sizes).
 template <class K, class Comp = lm::less<>>
 void check_loopback(const std::vector<std::vector<K>>& in, Comp comp = Comp(), bool with_values = true,
-                    std::size_t offset = 0) {
+                    std::size_t offset = 0, int chunks = 0) {
   const int k = static_cast<int>(in.size());
   streams st(k);
   std::vector<thrust::device_vector<K>> keys;
@@ -97,14 +98,14 @@ void check_loopback(const std::vector<std::vector<K>>& in, Comp comp = Comp(), b
                        thrust::raw_pointer_cast(vals[static_cast<std::size_t>(r)].data()) + offset,
                        static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
     }
-    nb::sort_shards<true>(t, views, comp, "merge_sort_by_key");
+    nb::sort_shards<true>(t, views, comp, "merge_sort_by_key", nullptr, chunks);
   } else {
     std::vector<nb::shard_view<K, char>> views;
     for (int r = 0; r < k; ++r) {
       views.push_back({thrust::raw_pointer_cast(keys[static_cast<std::size_t>(r)].data()) + offset, nullptr,
                        static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
     }
-    nb::sort_shards<false>(t, views, comp, "merge_sort");
+    nb::sort_shards<false>(t, views, comp, "merge_sort", nullptr, chunks);
   }
   for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   std::size_t at = 0;
@@ -184,6 +185,33 @@ BOOST_AUTO_TEST_CASE(loopback_random_shards) {
       BOOST_TEST_CONTEXT("k " << k << " n " << n << " five distinct keys") { check_loopback(in); }
     }
   }
+}
+
+// The exchange in several rounds, each chunk merged while the next travels
+// (every rank's output cut into `chunks` pieces by the splitter search):
+// chunks that hold nothing (shards shorter than the chunk count), one
+// element, equal keys across every chunk boundary, keys only and
+// lm::greater<>, shards off 16-byte boundaries, 2 to 8 ranks.
+BOOST_AUTO_TEST_CASE(loopback_exchange_in_chunks) {
+  std::mt19937_64 g(12);
+  for (int k : {2, 3, 4, 8}) {
+    for (int chunks : {2, 3, 8}) {
+      for (std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(1000), quick() ? std::size_t(20000) : std::size_t(200003)}) {
+        std::vector<std::vector<int>> in;
+        for (int r = 0; r < k; ++r) in.push_back(random_keys<int>(g, n + static_cast<std::size_t>(r) * 7, 1u << 30));
+        BOOST_TEST_CONTEXT("k " << k << " chunks " << chunks << " n " << n) {
+          check_loopback(in, lm::less<>(), true, 0, chunks);
+          for (auto& v : in) v = random_keys<int>(g, v.size(), 3);
+          check_loopback(in, lm::less<>(), true, 0, chunks);
+          check_loopback(in, lm::greater<>(), false, 3, chunks);
+        }
+      }
+    }
+  }
+  // Uneven shards: every chunk of an empty rank is empty.
+  std::vector<std::vector<long long>> uneven{random_keys<long long>(g, 3001, 1ull << 40), {},
+                                             random_keys<long long>(g, 17, 1ull << 40)};
+  check_loopback(uneven, lm::less<>(), true, 1, 4);
 }
 
 BOOST_AUTO_TEST_CASE(loopback_structured_inputs) {

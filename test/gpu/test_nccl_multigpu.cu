@@ -271,6 +271,27 @@ BOOST_AUTO_TEST_CASE(shapes_and_launch_styles) {
   }
 }
 
+// Shards large enough that the exchange goes in several rounds by default
+// (2^24 keys a rank: a chunk a rank, each merged while the next travels), through
+// real NCCL on the ranks' exchange streams: random keys, and few distinct
+// keys (equal keys across every chunk boundary), both launch styles.
+BOOST_AUTO_TEST_CASE(the_exchange_in_chunks) {
+  if (quick()) return;
+  const int k = gpus();
+  world w(k);
+  std::mt19937_64 g(13);
+  std::vector<std::vector<int>> random, few;
+  for (int r = 0; r < k; ++r) {
+    std::vector<int> a((std::size_t(1) << 24) + 5 * static_cast<std::size_t>(r)), b(a.size());
+    for (auto& x : a) x = static_cast<int>(g() >> 33);
+    for (auto& x : b) x = static_cast<int>(g() % 10);
+    random.push_back(a);
+    few.push_back(b);
+  }
+  check_sort(w, random, false);
+  check_sort(w, few, true);
+}
+
 BOOST_AUTO_TEST_CASE(non_blocking_communicators) {
   const int k = gpus();
   hard_timeout guard(300, "non_blocking_communicators");
