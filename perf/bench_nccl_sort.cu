@@ -8,7 +8,12 @@
 // the peer the speed-ups are taken against. Every sorted output is checked
 // once (each rank sorted, ranks in order, lengths kept, same multiset).
 //
-//   libmerge_nccl_bench [--max-log2 N] [--runs R] [--threads] [--loopback K]
+//   libmerge_nccl_bench [--min-log2 N] [--max-log2 N] [--runs R] [--threads] [--loopback K]
+//                       [--chunks C]
+//
+// --chunks C sets the exchange's rounds (the library's default otherwise;
+// 1: the whole exchange, then the merge). The exchange column then runs to
+// the last round's arrival and the merge column is what is left after it.
 //
 // --threads drives each GPU from a thread of its own with a transport of its
 // own rank (the launch style of one process per GPU); without it one thread
@@ -88,6 +93,9 @@ struct result {
 // each with a transport of its own rank alone.
 bool one_thread_per_gpu = false;
 
+// The exchange's rounds (--chunks; 0: the library's default).
+int exchange_chunks = 0;
+
 template <bool Pairs, class Transport>
 void sort_with(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, nb::phase_marks* marks) {
   using V = std::conditional_t<Pairs, int, char>;
@@ -97,7 +105,7 @@ void sort_with(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, nb:
     if constexpr (Pairs) vals = thrust::raw_pointer_cast(r->vals.data());
     v.push_back({thrust::raw_pointer_cast(r->keys.data()), vals, r->n});
   }
-  nb::sort_shards<Pairs>(t, v, lm::less<>(), Pairs ? "merge_sort_by_key" : "merge_sort", marks);
+  nb::sort_shards<Pairs>(t, v, lm::less<>(), Pairs ? "merge_sort_by_key" : "merge_sort", marks, exchange_chunks);
 }
 
 template <class Transport>
@@ -308,9 +316,12 @@ result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bo
 
 int main(int argc, char** argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 1);  // never NVLink multicast on shared machines
-  int max_log2 = 30, runs = 5, loopback = 0;
+  int min_log2 = 28, max_log2 = 30, runs = 5, loopback = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--min-log2") && i + 1 < argc) min_log2 = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--chunks") && i + 1 < argc) exchange_chunks = std::atoi(argv[++i]);
+
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--loopback") && i + 1 < argc) loopback = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--threads")) one_thread_per_gpu = true;
@@ -321,14 +332,15 @@ int main(int argc, char** argv) {
   cuda_check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   int nccl_version = 0;
   ncclGetVersion(&nccl_version);
-  std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms; %s\n", visible, prop.name, nccl_version, runs,
-              one_thread_per_gpu ? "a thread a GPU" : "one thread drives every GPU");
+  std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms; %s; exchange in %s chunks\n", visible,
+              prop.name, nccl_version, runs, one_thread_per_gpu ? "a thread a GPU" : "one thread drives every GPU",
+              exchange_chunks > 0 ? std::to_string(exchange_chunks).c_str() : "the default number of");
   std::printf("%-6s %-5s %5s %10s %10s %10s %10s %10s %10s %10s %8s %8s %s\n", "keys", "type", "gpus", "total",
               "local_sort", "splitters", "exchange", "merge", "alltoall", "a2a+copy", "xchg/a2a", "vs_1gpu", "check");
   std::vector<int> counts;
   if (loopback > 0) counts = {loopback};
   else for (int g : {1, 2, 4}) if (g <= visible) counts.push_back(g);
-  for (int lg = 28; lg <= max_log2; ++lg) {
+  for (int lg = min_log2; lg <= max_log2; ++lg) {
     for (bool pairs : {false, true}) {
       float one_gpu = 0;
       for (int g : counts) {
