@@ -44,13 +44,11 @@
 //  - a rank that never comes, or dies: the transport's deadline (.timeout)
 //    covers the whole call, waits inside NCCL included (transport.cuh).
 // From the local sort on the shard is the sort's scratch; whatever fails
-// after the headers and before the merges are queued, each rank gets its own
-// elements back, sorted (restore_shard, from its runs), unless the device
-// itself failed. A failure while the merges are queued (one rank's merge
-// cannot get its temporary storage: a few percent of its shard) still
-// restores that rank, while a peer whose exchange and merge completed keeps
-// its result: then the ranks together hold some elements twice and lack
-// others.
+// after the headers, each rank gets its own elements back, sorted
+// (restore_shard, from its runs), unless the device itself failed: no rank
+// returns before every rank has queued its merges (a word all-reduced
+// behind them), so a rank whose merge cannot get its temporary storage
+// leaves its peers waiting there until they fail and restore theirs too.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -190,6 +188,9 @@ struct rank_state {
   std::optional<cuda_backend::temporary_storage<cuda::pool_allocator>> small, big;
   header* header_send = nullptr;
   header* header_all = nullptr;
+  // A word each rank all-reduces behind its merges (sort_shards, step 5).
+  unsigned long long* done_send = nullptr;
+  unsigned long long* done_all = nullptr;
   splitter_buffers<K> search;
   // `big` holds the keys' array, then the values': the local sort's runs
   // (elements [0, n): what the rank sends, and its own pieces, which never
@@ -349,14 +350,17 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
   }
   s.search.world = world;
   const std::size_t headers = align16(sizeof(header)) + align16(static_cast<std::size_t>(world) * sizeof(header));
-  s.small.emplace(cuda::pool_allocator{}, s.stream, headers + s.search.bytes(), algorithm);
+  s.small.emplace(cuda::pool_allocator{}, s.stream, headers + s.search.bytes() + 32, algorithm);
   char* p = s.small->template as<char>();
   s.header_send = reinterpret_cast<header*>(p);
   s.header_all = reinterpret_cast<header*>(p + align16(sizeof(header)));
   s.search.carve(p + headers);
+  s.done_send = reinterpret_cast<unsigned long long*>(p + headers + s.search.bytes());
+  s.done_all = s.done_send + 2;
   // The first run's length, which the local sort writes: 0 until then (a
   // rank whose sort fails still searches, clamped, and reads a set word).
   check_cuda(cudaMemsetAsync(s.search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(s.done_send, 0, 32, s.stream), algorithm, "cudaMemsetAsync");
 }
 
 // Every rank's header to every rank (host wait 1).
@@ -912,6 +916,22 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
           merge_pieces<WithValues>(st[i], plan, pp[i], c, comp, algorithm);
         }
       }
+      // Every rank past its merges, or none returns: a word all-reduced
+      // behind them. A rank whose merge fails to queue (its temporary
+      // storage) throws and restores its own elements (restore_shard);
+      // without this its peers, done already, would keep results that hold
+      // some of its elements, while it holds them too. With it they wait
+      // here for the failed rank, fail (its abort, or their deadline) and
+      // restore theirs from their runs, which the merges only read. (About
+      // 20 us; where one thread drives every rank, the catch below restores
+      // them all anyway.)
+      std::vector<const unsigned long long*> done_send;
+      std::vector<unsigned long long*> done_all;
+      for (rank_state<K, V>& s : st) {
+        done_send.push_back(s.done_send);
+        done_all.push_back(s.done_all);
+      }
+      t.allreduce_sum(done_send, done_all, 1);
       mark(4);
       t.wait_all();
     });
