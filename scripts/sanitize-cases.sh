@@ -15,6 +15,10 @@
 #
 # SANITIZE_SKIP=FILE leaves out the cases that passed in an earlier run's
 # TOOL-cases.txt (the runs of one GPU call are limited to 10 minutes).
+#
+# SANITIZE_SHARDS="K case1 case2 ..." runs each named case as K processes,
+# LIBMERGE_TEST_SHARD=i/K (i = 0 .. K-1), each doing every K-th check of the
+# case's sweeps (cuda_test::in_shard); its verdicts read "case@i/K".
 set -u
 TOOL=$1 LIMIT=$2 JOBS=$3
 shift 3
@@ -35,9 +39,21 @@ if [ -n "${SANITIZE_SKIP:-}" ] && [ -f "$SANITIZE_SKIP" ]; then
                 { n = split($1, p, "/"); if (!((p[n] "\t" $2) in done)) print }' "$SANITIZE_SKIP" "$list" > "$list.todo"
   mv "$list.todo" "$list"
 fi
+# SANITIZE_SHARDS: a case named there becomes K lines "case@i/K".
+if [ -n "${SANITIZE_SHARDS:-}" ]; then
+  set -- $SANITIZE_SHARDS
+  k=$1
+  shift
+  awk -F '\t' -v k="$k" -v names="$*" 'BEGIN { n = split(names, a, " "); for (j = 1; j <= n; ++j) sharded[a[j]] = 1 }
+    { if ($2 in sharded) { for (i = 0; i < k; ++i) printf "%s\t%s@%d/%d\n", $1, $2, i, k } else print }' \
+    "$list" > "$list.sharded"
+  mv "$list.sharded" "$list"
+fi
 run_case() {
-  local bin=$1 c=$2 t0=$SECONDS out
-  out=$(timeout -k 10 "$LIMIT" compute-sanitizer --tool "$TOOL" --error-exitcode 99 "$bin" --run_test="$c" 2>&1)
+  local bin=$1 c=$2 t0=$SECONDS out shard=
+  case $c in *@*) shard=${c#*@} ;; esac
+  out=$(timeout -k 10 "$LIMIT" env LIBMERGE_TEST_SHARD="$shard" compute-sanitizer --tool "$TOOL" --error-exitcode 99 \
+    "$bin" --run_test="${c%@*}" 2>&1)
   local rc=$?
   printf '=== %s %s rc=%d\n%s\n' "$(basename "$bin")" "$c" "$rc" "$(printf '%s\n' "$out" | tail -n 6)" >> "$LOG/$TOOL-cases.log"
   printf '%s\t%s\t%d\t%d\n' "$(basename "$bin")" "$c" "$rc" $((SECONDS - t0)) >> "$LOG/$TOOL-cases.txt"

@@ -116,6 +116,28 @@ inline bool quick() {
   return v != nullptr && *v != '\0' && *v != '0';
 }
 
+// LIBMERGE_TEST_SHARD=i/k (0 <= i < k): the longest cases' sweeps run only
+// their checks number i, i + k, i + 2k, ... (counted as they come), so that
+// scripts/sanitize-cases.sh can run such a case as k processes side by side
+// under racecheck (whole, several took more than 7 minutes each). Unset:
+// every check.
+struct test_shard {
+  long index = 0, count = 1;
+  test_shard() {
+    const char* v = std::getenv("LIBMERGE_TEST_SHARD");
+    long i = 0, k = 1;
+    if (v != nullptr && std::sscanf(v, "%ld/%ld", &i, &k) == 2 && k > 0 && i >= 0 && i < k) {
+      index = i;
+      count = k;
+    }
+  }
+};
+inline bool in_shard() {
+  static const test_shard shard;
+  static long counter = 0;
+  return counter++ % shard.count == shard.index;
+}
+
 // A value no generator produces, so an unwritten output cannot pass.
 template <class T>
 T poison() {

@@ -30,6 +30,7 @@
 namespace lm = libmerge;
 using namespace test_support;
 using cuda_test::counting_allocator;
+using cuda_test::in_shard;
 using cuda_test::poison;
 using cuda_test::quick;
 using cuda_test::stream_gate;
@@ -155,6 +156,7 @@ template <class T, class Comp, class Policy>
 void sweep(const Policy& policy, long long t, long long nv, Comp comp, const char* what, std::uint64_t seed) {
   for (long long n : boundary_sizes(t, nv)) {
     for (distribution d : every_distribution) {
+      if (!in_shard()) continue;
       std::ostringstream os;
       os << what << " n=" << n << " " << name(d);
       check_sorts(policy, make_input<T>(n, d, shape::generic, seed + n, comp), comp, os.str());
@@ -254,6 +256,7 @@ BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
                 "one kernel (16-byte tiles)", 253);
   for (long long n : {(1LL << record_class::log2) - 1, 1LL << record_class::log2}) {
     for (distribution d : {distribution::random, distribution::few_distinct}) {
+      if (!in_shard()) continue;
       check_sorts(lm::cuda::par, make_input<record>(n, d, shape::generic, 254 + n, record_less()), record_less(),
                   "one kernel 16-byte keys n=" + std::to_string(n) + " " + name(d));
     }
@@ -265,14 +268,17 @@ BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
   if (!quick()) sizes.insert(sizes.end(), {separate - 1, (1LL << keys_class::log2) - 1, 1LL << keys_class::log2});
   for (long long n : sizes) {
     for (distribution d : {distribution::random, distribution::few_distinct, distribution::reversed}) {
+      if (!in_shard()) continue;
       std::ostringstream os;
       os << "one kernel n=" << n << " " << name(d);
       check_sorts(lm::cuda::par, make_input<std::int32_t>(n, d, shape::generic, 260 + n, lm::less<>()), lm::less<>(),
                   os.str());
     }
-    check_sorts(lm::cuda::par, make_input<std::int32_t>(n, distribution::random, shape::sorted_runs, 261 + n,
-                                                        lm::less<>()),
-                lm::less<>(), "one kernel sorted runs n=" + std::to_string(n));
+    if (in_shard()) {
+      check_sorts(lm::cuda::par, make_input<std::int32_t>(n, distribution::random, shape::sorted_runs, 261 + n,
+                                                          lm::less<>()),
+                  lm::less<>(), "one kernel sorted runs n=" + std::to_string(n));
+    }
   }
   // Two one-kernel sorts in flight at once on two streams (both cooperative
   // grids as large as the GPU holds; the first with a separate block sort).
