@@ -321,7 +321,6 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--min-log2") && i + 1 < argc) min_log2 = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--chunks") && i + 1 < argc) exchange_chunks = std::atoi(argv[++i]);
-
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--loopback") && i + 1 < argc) loopback = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--threads")) one_thread_per_gpu = true;

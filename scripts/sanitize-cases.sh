@@ -18,7 +18,8 @@
 #
 # SANITIZE_SHARDS="K case1 case2 ..." runs each named case as K processes,
 # LIBMERGE_TEST_SHARD=i/K (i = 0 .. K-1), each doing every K-th check of the
-# case's sweeps (cuda_test::in_shard); its verdicts read "case@i/K".
+# case's sweeps (cuda_test::in_shard); its verdicts read "case@i/K". (Names
+# are split at spaces: a case whose name holds one cannot be sharded.)
 set -u
 TOOL=$1 LIMIT=$2 JOBS=$3
 shift 3
@@ -32,22 +33,22 @@ for bin in "$@"; do
   "$bin" --list_content 2>&1 | sed -n 's/^ *\(.*\)\*$/\1/p' |
     grep -v -e 'streams_overlap' -e 'on_two_streams' | while read -r c; do printf '%s\t%s\n' "$bin" "$c"; done
 done > "$list"
+# SANITIZE_SHARDS: a case named there becomes K lines "case@i/K" (before
+# SANITIZE_SKIP, whose earlier verdicts name shards so).
+if [ -n "${SANITIZE_SHARDS:-}" ]; then
+  read -r k names <<< "$SANITIZE_SHARDS"
+  case $k in '' | *[!0-9]* | 0) echo "SANITIZE_SHARDS: K must be a positive number, got '$k'" >&2; exit 2 ;; esac
+  awk -F '\t' -v k="$k" -v names="$names" 'BEGIN { n = split(names, a, " "); for (j = 1; j <= n; ++j) sharded[a[j]] = 1 }
+    { if ($2 in sharded) { for (i = 0; i < k + 0; ++i) printf "%s\t%s@%d/%d\n", $1, $2, i, k } else print }' \
+    "$list" > "$list.sharded"
+  mv "$list.sharded" "$list"
+fi
 # SANITIZE_SKIP: a file of "binary<TAB>case" lines (a TOOL-cases.txt of an
 # earlier run) whose cases passed there and are left out here.
 if [ -n "${SANITIZE_SKIP:-}" ] && [ -f "$SANITIZE_SKIP" ]; then
   awk -F '\t' 'NR == FNR { if ($3 == 0) done[$1 "\t" $2] = 1; next }
                 { n = split($1, p, "/"); if (!((p[n] "\t" $2) in done)) print }' "$SANITIZE_SKIP" "$list" > "$list.todo"
   mv "$list.todo" "$list"
-fi
-# SANITIZE_SHARDS: a case named there becomes K lines "case@i/K".
-if [ -n "${SANITIZE_SHARDS:-}" ]; then
-  set -- $SANITIZE_SHARDS
-  k=$1
-  shift
-  awk -F '\t' -v k="$k" -v names="$*" 'BEGIN { n = split(names, a, " "); for (j = 1; j <= n; ++j) sharded[a[j]] = 1 }
-    { if ($2 in sharded) { for (i = 0; i < k; ++i) printf "%s\t%s@%d/%d\n", $1, $2, i, k } else print }' \
-    "$list" > "$list.sharded"
-  mv "$list.sharded" "$list"
 fi
 run_case() {
   local bin=$1 c=$2 t0=$SECONDS out shard=
@@ -60,7 +61,8 @@ run_case() {
 }
 export -f run_case
 export TOOL LIMIT LOG
-xargs -d '\n' -P "$JOBS" -n 1 bash -c 'IFS=$(printf "\t") read -r b c <<< "$0"; run_case "$b" "$c"' < "$list"
+: >> "$LOG/$TOOL-cases.txt"  # (every case may have been skipped)
+xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'IFS=$(printf "\t") read -r b c <<< "$0"; run_case "$b" "$c"' < "$list"
 awk -F '\t' '{ if ($3 == 0) p++; else if ($3 == 124 || $3 == 137) t++; else f++ } END { printf "%s: %d cases passed, %d failed, %d out of time\n", ENVIRON["TOOL"], p, f, t }' \
   "$LOG/$TOOL-cases.txt" | tee -a "$LOG/$TOOL-cases.txt"
 rm -f "$list"

@@ -13,8 +13,9 @@
 //                   over every rank's runs (splitters.cuh), and the cuts of
 //                   each rank's output into chunks, then an all-gather of
 //                   every rank's cuts and status; host wait 2
-//   4. exchange     a round a chunk (as many as GPUs up to 4, a chunk at
-//                   least 2^22 elements of a rank's output), each an NCCL
+//   4. exchange     a round a chunk (as many as GPUs up to 4, fewer where
+//                   the longest shard would give a round under 2^22
+//                   elements), each an NCCL
 //                   group of ncclSend/ncclRecv for keys and values on a
 //                   stream of the rank's own of the highest priority, each
 //                   piece moved on 256-byte boundaries (wire()) from the runs
@@ -782,6 +783,9 @@ void merge_pieces(rank_state<K, V>& s, const call_plan& plan, const piece_plan& 
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp comp, const char* algorithm,
                  phase_marks* marks = nullptr, int chunks = 0) {
+  // (`chunks`, the exchange's rounds, 0 for the default: tests and benchmarks
+  // set it, and it must be the same on every rank; the headers do not carry
+  // it.)
   static_assert(alignof(K) <= 16 && alignof(V) <= 16,
                 "libmerge::merge_sort (NCCL backend): keys and values aligned to more than 16 bytes are not "
                 "supported");

@@ -120,7 +120,9 @@ inline bool quick() {
 // their checks number i, i + k, i + 2k, ... (counted as they come), so that
 // scripts/sanitize-cases.sh can run such a case as k processes side by side
 // under racecheck (whole, several took more than 7 minutes each). Unset:
-// every check.
+// every check. (One counter a process: sanitize-cases.sh runs one case a
+// process, whose checks come in the same order in every shard; what a case
+// does outside its sweeps runs in every shard.)
 struct test_shard {
   long index = 0, count = 1;
   test_shard() {
