@@ -9,11 +9,13 @@
 // once (each rank sorted, ranks in order, lengths kept, same multiset).
 //
 //   libmerge_nccl_bench [--min-log2 N] [--max-log2 N] [--runs R] [--threads] [--loopback K]
-//                       [--chunks C]
+//                       [--chunks C] [--taper T]
 //
 // --chunks C sets the exchange's rounds (the library's default otherwise;
-// 1: the whole exchange, then the merge). The exchange column then runs to
-// the last round's arrival and the merge column is what is left after it.
+// 1: the whole exchange, then the merge), --taper T each chunk's length
+// over the one before (1: equal chunks; the library's default otherwise).
+// The exchange column runs to the last round's arrival and the merge column
+// is what is left after it.
 //
 // --threads drives each GPU from a thread of its own with a transport of its
 // own rank (the launch style of one process per GPU); without it one thread
@@ -93,8 +95,10 @@ struct result {
 // each with a transport of its own rank alone.
 bool one_thread_per_gpu = false;
 
-// The exchange's rounds (--chunks; 0: the library's default).
+// The exchange's rounds and their taper (--chunks, --taper; 0: the library's
+// defaults).
 int exchange_chunks = 0;
+double exchange_taper = 0;
 
 template <bool Pairs, class Transport>
 void sort_with(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, nb::phase_marks* marks) {
@@ -105,7 +109,8 @@ void sort_with(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, nb:
     if constexpr (Pairs) vals = thrust::raw_pointer_cast(r->vals.data());
     v.push_back({thrust::raw_pointer_cast(r->keys.data()), vals, r->n});
   }
-  nb::sort_shards<Pairs>(t, v, lm::less<>(), Pairs ? "merge_sort_by_key" : "merge_sort", marks, exchange_chunks);
+  nb::sort_shards<Pairs>(t, v, lm::less<>(), Pairs ? "merge_sort_by_key" : "merge_sort", marks, exchange_chunks,
+                         exchange_taper);
 }
 
 template <class Transport>
@@ -321,6 +326,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--min-log2") && i + 1 < argc) min_log2 = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--chunks") && i + 1 < argc) exchange_chunks = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--taper") && i + 1 < argc) exchange_taper = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--loopback") && i + 1 < argc) loopback = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--threads")) one_thread_per_gpu = true;
@@ -331,9 +337,10 @@ int main(int argc, char** argv) {
   cuda_check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   int nccl_version = 0;
   ncclGetVersion(&nccl_version);
-  std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms; %s; exchange in %s chunks\n", visible,
-              prop.name, nccl_version, runs, one_thread_per_gpu ? "a thread a GPU" : "one thread drives every GPU",
-              exchange_chunks > 0 ? std::to_string(exchange_chunks).c_str() : "the default number of");
+  std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms; %s; exchange in %s chunks, taper %s\n",
+              visible, prop.name, nccl_version, runs, one_thread_per_gpu ? "a thread a GPU" : "one thread drives every GPU",
+              exchange_chunks > 0 ? std::to_string(exchange_chunks).c_str() : "the default number of",
+              exchange_taper > 0 ? std::to_string(exchange_taper).c_str() : "the default");
   std::printf("%-6s %-5s %5s %10s %10s %10s %10s %10s %10s %10s %8s %8s %s\n", "keys", "type", "gpus", "total",
               "local_sort", "splitters", "exchange", "merge", "alltoall", "a2a+copy", "xchg/a2a", "vs_1gpu", "check");
   std::vector<int> counts;

@@ -13,9 +13,9 @@
 //                   over every rank's runs (splitters.cuh), and the cuts of
 //                   each rank's output into chunks, then an all-gather of
 //                   every rank's cuts and status; host wait 2
-//   4. exchange     a round a chunk (as many as GPUs up to 4, fewer where
-//                   the longest shard would give a round under 2^22
-//                   elements), each an NCCL
+//   4. exchange     a round a chunk (one more than the GPUs up to 4, fewer
+//                   where the longest shard would give a round under 2^22
+//                   elements; each chunk 0.6 times the one before), each an NCCL
 //                   group of ncclSend/ncclRecv for keys and values on a
 //                   stream of the rank's own of the highest priority, each
 //                   piece moved on 256-byte boundaries (wire()) from the runs
@@ -428,26 +428,34 @@ void check_headers(const std::vector<rank_state<K, V>>& st, const header* all, i
 struct call_plan {
   int runs = 1;
   int chunks = 1;  // the exchange's rounds; each rank's output is cut into as many chunks
+  double taper = 1.0;  // each chunk over the one before (chunk_target)
   bool four_way = false;
   int pieces(int world) const { return world * runs; }  // a chunk's
   // The merge tree's second buffer: more than two pieces without merge_four.
   bool needs_tmp(int world) const { return pieces(world) > (four_way ? 4 : 2); }
 };
 
-// The exchange's rounds by default: as many as ranks, up to 4 (measured on 2
-// and 4), a chunk at least min_chunk elements of a rank's output. Chunk c's
-// merge runs while chunk c + 1 travels, so past the exchange the call waits
-// for the last chunk's merge only; but NCCL's kernels slow beside the
-// merges. 2^30 int32 keys, H200s, same calls: on 2, exchange + merge 3.04 +
-// 2.34 ms in one round, 3.54 + 1.31 in 2, 4.17 + 0.72 in 4, 4.57 + 0.47 in
-// 8 (the call 25.8, 25.3, 25.4, 25.8 ms; pairs 1.71x-1.72x in 2 rounds,
-// 1.70x in 4); on 4, 3.27 + 1.25 in one round, 2.97 + 0.47 in 4 (15.6 to
-// 14.3 ms; 2^28 and 2^29 gain 5% and 8%).
+// The exchange's rounds by default: one more than the ranks, up to 4, a
+// chunk at least min_chunk elements of a rank's output, each chunk
+// default_taper times the one before. Chunk c's merge runs while chunk c + 1
+// travels, so past the exchange the call waits for the last chunk's merge
+// only; but NCCL's kernels slow beside the merges, so the first round (alone
+// on the wire) is the longest and the last (whose merge nothing hides) the
+// shortest. 2^30 int32 keys, H200s, same calls (exchange + merge, the call):
+// on 2, one round 3.04 + 2.34 ms; 2 equal rounds 3.60 + 1.32 (25.4-25.8);
+// 4 equal 4.15 + 0.73 (25.3-25.4); 3 rounds tapered 0.6: 3.91 + 0.83
+// (25.21-25.26, 1.77x; 0.8: 25.36; 2 rounds tapered 0.8: 25.37; 4 rounds
+// 0.6: 25.56); pairs 45.4 ms against 45.7-46.1. On 4: one round 3.27 +
+// 1.25; 4 equal rounds 2.97 + 0.50 (14.4-14.5); 4 tapered 0.6: 3.00 + 0.27
+// (14.1, 3.16x-3.18x; 3 or 5 rounds 14.2). (More rounds than 4 past 4 ranks
+// were not measured: one round there unless the caller asks.)
 inline constexpr int most_default_chunks = 4;
 inline constexpr long long min_chunk = 1LL << 22;
+inline constexpr double default_taper = 0.6;
 
-// chunks: the exchange's rounds the caller asks for (0: the default).
-inline call_plan plan_call(const header* all, int world, long long longest, int chunks) {
+// chunks: the exchange's rounds the caller asks for, taper its chunks'
+// ratio (0: the defaults; tests and benchmarks set them).
+inline call_plan plan_call(const header* all, int world, long long longest, int chunks, double taper) {
   call_plan c;
   c.four_way = true;
   for (int q = 0; q < world; ++q) c.four_way = c.four_way && all[q].four_way != 0;
@@ -456,10 +464,13 @@ inline call_plan plan_call(const header* all, int world, long long longest, int 
   // level is then left out (2^30 int32 keys on 2 GPUs: one pass of 2^29 keys
   // fewer a rank).
   c.runs = c.four_way ? most_runs(world) : 1;
-  // (Not measured past 4 ranks: one round there unless the caller asks.)
   const long long wanted =
-      chunks > 0 ? chunks : (world <= most_default_chunks ? std::min<long long>(longest / min_chunk, world) : 1);
+      chunks > 0 ? chunks
+                 : (world <= most_default_chunks
+                        ? std::min<long long>(longest / min_chunk, std::min(world + 1, most_default_chunks))
+                        : 1);
   c.chunks = static_cast<int>(std::clamp<long long>(wanted, 1, max_chunks));
+  c.taper = taper > 0 ? taper : default_taper;
   return c;
 }
 
@@ -782,10 +793,10 @@ void merge_pieces(rank_state<K, V>& s, const call_plan& plan, const piece_plan& 
 // The sort of every shard this process drives (one per local rank of t).
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp comp, const char* algorithm,
-                 phase_marks* marks = nullptr, int chunks = 0) {
-  // (`chunks`, the exchange's rounds, 0 for the default: tests and benchmarks
-  // set it, and it must be the same on every rank; the headers do not carry
-  // it.)
+                 phase_marks* marks = nullptr, int chunks = 0, double taper = 0) {
+  // (`chunks`, the exchange's rounds, and `taper`, each chunk's length over
+  // the one before, 0 for the defaults: tests and benchmarks set them, and
+  // they must be the same on every rank; the headers do not carry them.)
   static_assert(alignof(K) <= 16 && alignof(V) <= 16,
                 "libmerge::merge_sort (NCCL backend): keys and values aligned to more than 16 bytes are not "
                 "supported");
@@ -859,7 +870,7 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   check_headers(st, all, world, algorithm);
   long long longest = 0;
   for (int q = 0; q < world; ++q) longest = std::max(longest, all[q].n);
-  const call_plan plan = plan_call(all, world, longest, chunks);
+  const call_plan plan = plan_call(all, world, longest, chunks, taper);
 
   // From the local sort on, the shard is the sort's scratch: whatever fails
   // after it, each rank gets its own elements back, sorted (restore_shard).
@@ -871,6 +882,7 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     for (rank_state<K, V>& s : st) {
       s.search.runs = plan.runs;
       s.search.chunks = plan.chunks;
+      s.search.taper = plan.taper;
       status.push_back(sort_rank<WithValues>(s, world, plan, comp, algorithm));
       lengths.push_back(static_cast<long long>(s.shard.n));
       // (A rank whose buffers failed searches its shard: in range, and its

@@ -29,7 +29,8 @@
 // output is cut into that many chunks, at cuts that need not be exact, only
 // the same prefix of the global order on every rank. Any candidate c gives
 // one for free: every sequence's count L_v(c) cuts the first R(c) elements.
-// So the cut inside rank s's output nearest below G_s + c n_s / chunks is the
+// So the cut inside rank s's output nearest below its target (chunk_target:
+// G_s + c n_s / chunks for equal chunks, or chunks shrinking by a taper) is the
 // first round's candidate with the largest R(c) at most that (snap_kernel;
 // the first round's intervals span the runs, so its candidates lie every
 // N / (1023 x sequences) or so of the global order), taken between the exact
@@ -89,13 +90,22 @@ __device__ __forceinline__ run_of run_at(int j, int runs, long long width, long 
 
 // Where chunk c (c = 0 .. chunks) of rank s's output would start ideally:
 // G_s + floor(c n_s / chunks), from every rank's length (one every `stride`
-// words); c = chunks is G_{s+1}, and s = world with c = 0 the total.
+// words); c = chunks is G_{s+1}, and s = world with c = 0 the total. With a
+// taper t != 1 each chunk is t times the one before: chunk c starts at
+// G_s + n_s (1 - t^c) / (1 - t^chunks) (products and one division only, so
+// that every rank computes the same doubles).
 __host__ __device__ inline long long chunk_target(const long long* lengths, int stride, int world, int chunks, int s,
-                                                  int c) {
+                                                  int c, double taper = 1.0) {
   long long g = 0;
   for (int q = 0; q < s && q < world; ++q) g += lengths[q * stride];
-  if (s < world) g += static_cast<long long>(c) * lengths[s * stride] / chunks;
-  return g;
+  if (s >= world) return g;
+  if (taper == 1.0 || c == 0 || c >= chunks) return g + static_cast<long long>(c) * lengths[s * stride] / chunks;
+  double tc = 1.0, tn = 1.0;
+  for (int i = 0; i < chunks; ++i) {
+    if (i < c) tc = tc * taper;
+    tn = tn * taper;
+  }
+  return g + static_cast<long long>(static_cast<double>(lengths[s * stride]) * ((1.0 - tc) / (1.0 - tn)));
 }
 
 // Interval t = j * boundaries + b (run j, boundary b + 1)'s first bounds
@@ -107,11 +117,8 @@ __global__ void init_intervals_kernel(const long long* lengths, int stride, int 
   const int boundaries = world - 1;
   if (t >= runs * boundaries) return;
   const int j = t / boundaries, b = t % boundaries;
-  long long g = 0, total = 0;
-  for (int q = 0; q < world; ++q) {
-    if (q <= b) g += lengths[q * stride];
-    total += lengths[q * stride];
-  }
+  const long long g = chunk_target(lengths, stride, world, 1, b + 1, 0);  // G_{b+1}
+  const long long total = chunk_target(lengths, stride, world, 1, world, 0);
   const long long n = run_at(j, runs, *width, lengths[rank * stride]).n;
   const long long others = total - n;
   lo[t] = g - others > 0 ? g - others : 0;
@@ -255,14 +262,14 @@ struct later_candidate {
 
 template <int NT = 256>
 __global__ void __launch_bounds__(NT)
-    snap_kernel(int world, int runs, int chunks, int per_run, const char* all, std::size_t block,
+    snap_kernel(int world, int runs, int chunks, double taper, int per_run, const char* all, std::size_t block,
                 const unsigned long long* local, const unsigned long long* global, const long long* lengths,
                 int stride, long long* sub) {
   using reduce = cub::BlockReduce<best_candidate, NT>;
   __shared__ typename reduce::TempStorage storage;
   const int k = static_cast<int>(blockIdx.x);
   const int s = k / (chunks - 1), c = k % (chunks - 1) + 1;
-  const long long target = chunk_target(lengths, stride, world, chunks, s, c);
+  const long long target = chunk_target(lengths, stride, world, chunks, s, c, taper);
   const int per_rank = runs * per_run;
   const int total = world * per_rank;
   best_candidate best{-1, 0};
@@ -334,6 +341,7 @@ struct splitter_buffers {
   int world = 0;
   int runs = 1;
   int chunks = 1;
+  double taper = 1.0;  // each chunk's length over the one before (chunk_target)
   char* cand = nullptr;
   char* cand_all = nullptr;
   unsigned long long* counts = nullptr;      // runs x all_candidates(): this rank's, run by run
@@ -467,7 +475,7 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
       set_device(i);
       if (round == 0 && b.chunks > 1) {
         cuda_backend::launch_with(nullptr, snap_kernel<>, world * (b.chunks - 1), 256, 0, t.local(i).stream,
-                                  algorithm, "launch of snap_kernel", world, b.runs, b.chunks, b.per_run(), b.cand_all,
+                                  algorithm, "launch of snap_kernel", world, b.runs, b.chunks, b.taper, b.per_run(), b.cand_all,
                                   b.block(), b.counts, b.counts_all, all_lengths[static_cast<std::size_t>(i)], stride,
                                   b.sub);
       }

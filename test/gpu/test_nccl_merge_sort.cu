@@ -63,10 +63,11 @@ struct streams {
 // With `offset`, every shard starts that many elements into its buffers (so
 // off 16-byte boundaries: the exchange's aligned pieces), behind and before
 // guard elements that must come through unchanged. `chunks`: the exchange's
-// rounds (0: the library's choice, one round at these sizes).
+// rounds (0: the library's choice, one round at these sizes); `taper`: each
+// chunk's length over the one before (0: the library's).
 template <class K, class Comp = lm::less<>>
 void check_loopback(const std::vector<std::vector<K>>& in, Comp comp = Comp(), bool with_values = true,
-                    std::size_t offset = 0, int chunks = 0) {
+                    std::size_t offset = 0, int chunks = 0, double taper = 0) {
   const int k = static_cast<int>(in.size());
   streams st(k);
   std::vector<thrust::device_vector<K>> keys;
@@ -98,14 +99,14 @@ void check_loopback(const std::vector<std::vector<K>>& in, Comp comp = Comp(), b
                        thrust::raw_pointer_cast(vals[static_cast<std::size_t>(r)].data()) + offset,
                        static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
     }
-    nb::sort_shards<true>(t, views, comp, "merge_sort_by_key", nullptr, chunks);
+    nb::sort_shards<true>(t, views, comp, "merge_sort_by_key", nullptr, chunks, taper);
   } else {
     std::vector<nb::shard_view<K, char>> views;
     for (int r = 0; r < k; ++r) {
       views.push_back({thrust::raw_pointer_cast(keys[static_cast<std::size_t>(r)].data()) + offset, nullptr,
                        static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
     }
-    nb::sort_shards<false>(t, views, comp, "merge_sort", nullptr, chunks);
+    nb::sort_shards<false>(t, views, comp, "merge_sort", nullptr, chunks, taper);
   }
   for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   std::size_t at = 0;
@@ -191,19 +192,21 @@ BOOST_AUTO_TEST_CASE(loopback_random_shards) {
 // (every rank's output cut into `chunks` pieces by the splitter search):
 // chunks that hold nothing (shards shorter than the chunk count), one
 // element, equal keys across every chunk boundary, keys only and
-// lm::greater<>, shards off 16-byte boundaries, 2 to 8 ranks.
+// lm::greater<>, shards off 16-byte boundaries, 2 to 8 ranks; equal chunks
+// (taper 1), the default taper, and chunks that shrink to nothing (0.3 over
+// 8 chunks: the last is 0.3^7 of the first).
 BOOST_AUTO_TEST_CASE(loopback_exchange_in_chunks) {
   std::mt19937_64 g(12);
   for (int k : {2, 3, 4, 8}) {
-    for (int chunks : {2, 3, 8}) {
+    for (auto [chunks, taper] : {std::pair{2, 1.0}, std::pair{3, 0.0}, std::pair{4, 1.0}, std::pair{8, 0.3}}) {
       for (std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(1000), quick() ? std::size_t(20000) : std::size_t(200003)}) {
         std::vector<std::vector<int>> in;
         for (int r = 0; r < k; ++r) in.push_back(random_keys<int>(g, n + static_cast<std::size_t>(r) * 7, 1u << 30));
-        BOOST_TEST_CONTEXT("k " << k << " chunks " << chunks << " n " << n) {
-          check_loopback(in, lm::less<>(), true, 0, chunks);
+        BOOST_TEST_CONTEXT("k " << k << " chunks " << chunks << " taper " << taper << " n " << n) {
+          check_loopback(in, lm::less<>(), true, 0, chunks, taper);
           for (auto& v : in) v = random_keys<int>(g, v.size(), 3);
-          check_loopback(in, lm::less<>(), true, 0, chunks);
-          check_loopback(in, lm::greater<>(), false, 3, chunks);
+          check_loopback(in, lm::less<>(), true, 0, chunks, taper);
+          check_loopback(in, lm::greater<>(), false, 3, chunks, taper);
         }
       }
     }
