@@ -66,12 +66,13 @@ void sort_all(const std::vector<shard<K, V>>& shards, Comp comp, double timeout_
 
 // Sorts the keys of every shard as one sequence (see the top of the file).
 template <class K, class Comp = less<>>
-void merge_sort(const std::vector<shard<K>>& shards, Comp comp = Comp(), double timeout_s = 300.0) {
+void merge_sort(const std::vector<shard<K>>& shards, Comp comp = Comp(), double timeout_s = default_timeout_s) {
   detail_::sort_all<false>(shards, comp, timeout_s, "merge_sort");
 }
 
 template <class K, class V, class Comp = less<>>
-void merge_sort_by_key(const std::vector<shard<K, V>>& shards, Comp comp = Comp(), double timeout_s = 300.0) {
+void merge_sort_by_key(const std::vector<shard<K, V>>& shards, Comp comp = Comp(),
+                       double timeout_s = default_timeout_s) {
   detail_::sort_all<true>(shards, comp, timeout_s, "merge_sort_by_key");
 }
 

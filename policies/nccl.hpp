@@ -25,13 +25,19 @@ struct nccl {};
 
 namespace libmerge::nccl {
 
+// How long a call waits for the other ranks by default, in seconds: past it
+// the communicators are revoked and every waiting rank throws. Long enough
+// for a 2^32-key sort on a slow link, short enough that a rank that never
+// calls does not hold its peers' GPUs for an hour.
+inline constexpr double default_timeout_s = 300.0;
+
 class policy {
  public:
   using backend_tag = backend::nccl;
   // Every rank takes part in every call, even with an empty shard.
   static constexpr bool collective = true;
 
-  explicit policy(ncclComm_t comm, cudaStream_t stream = nullptr, double timeout_s = 300.0)
+  explicit policy(ncclComm_t comm, cudaStream_t stream = nullptr, double timeout_s = default_timeout_s)
       : comm_(comm), stream_(stream), timeout_s_(timeout_s) {}
 
   policy on(cudaStream_t stream) const { return policy(comm_, stream, timeout_s_); }

@@ -14,7 +14,7 @@
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/search_tags.hpp"
-#include "merge_path.hpp"
+#include "../engine/merge_path.hpp"
 
 namespace libmerge::detail::cuda_backend {
 

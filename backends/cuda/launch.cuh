@@ -126,6 +126,15 @@ __device__ __forceinline__ void wait_for_prerequisite_grid() {
 #endif
 }
 
+// A grid holds at most 2^31-1 CTAs in x (cudaDeviceProp::maxGridSize[0] on
+// every GPU since sm_30); our grids are one tile a CTA.
+inline constexpr index_t max_grid_ctas = 0x7fffffff;
+
+[[noreturn]] inline void throw_too_many_tiles(const char* algorithm) {
+  throw std::invalid_argument(std::string("libmerge::") + algorithm +
+                              ": input too large for one grid with this launch box (more than 2^31-1 tiles)");
+}
+
 // Launches `kernel` on `stream` with the launch attribute `attribute` (none
 // when null); launch errors come back from cudaLaunchKernelEx itself, so no
 // check reads the thread's last-error slot (where an earlier, unrelated
@@ -134,6 +143,7 @@ template <class... Params, class... Args>
 void launch_with(const cudaLaunchAttribute* attribute, void (*kernel)(Params...), index_t grid, int nt,
                  std::size_t smem, cudaStream_t stream, const char* algorithm, const char* what, Args&&... args) {
   if (grid <= 0) return;
+  if (grid > max_grid_ctas) throw_too_many_tiles(algorithm);
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(grid));
   config.blockDim = dim3(static_cast<unsigned>(nt));
@@ -232,12 +242,6 @@ inline constexpr std::size_t max_element_bytes = 1024;
                               " bytes (key plus value) are too large for the CUDA backend's shared-memory tiles; "
                               "the limit is " + std::to_string(max_element_bytes) +
                               " bytes (sort indices or pointers to large elements instead)");
-}
-
-// A grid of one tile a CTA holds at most 2^31-1 CTAs.
-[[noreturn]] inline void throw_too_many_tiles(const char* algorithm) {
-  throw std::invalid_argument(std::string("libmerge::") + algorithm +
-                              ": input too large for one grid with this launch box (more than 2^31-1 tiles)");
 }
 
 // LIBMERGE_DEBUG=1 prints each kernel's launch plan to stderr.

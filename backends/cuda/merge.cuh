@@ -147,7 +147,7 @@ void launch_merge(const Policy& policy, const device_info& dev, const Geometry& 
 
   // Everything that can refuse the call does so before anything is launched.
   const index_t num_tiles = (g.size() + Box::nv - 1) / Box::nv;
-  if (num_tiles > 0x7fffffff) throw_too_many_tiles(algorithm);
+  if (num_tiles > max_grid_ctas) throw_too_many_tiles(algorithm);
   auto kernel = merge_kernel<Box, Geometry, KeysOut, ValsOut, Comp>;
   prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);
 

@@ -487,8 +487,14 @@ __device__ __forceinline__ void sample_half(const run_half<4, K>& half, index_t 
   if (rank > 0) keys[1] = last_before(half, rank, s, comp);
 }
 
+// Threads a block of the small kernels around the passes: the sample
+// kernels (a sample a thread) and the copy back (a grid-stride copy). The
+// launches below use the same constants as the kernels' launch bounds.
+inline constexpr int sample_threads = 128;
+inline constexpr int copy_threads = 256;
+
 template <class K, class Comp>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(sample_threads)
     pair_sample_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass, sort_flags flags,
                        index_t* samples, K* sample_keys, const K* run_samples, Comp comp) {
   wait_for_prerequisite_grid();
@@ -924,7 +930,7 @@ __device__ __forceinline__ void copy_to_buffer(const sort_buffers<K, V>& buf, in
 // runs, sort_to_runs): the length of the first run the passes left, runs of
 // first_width * final_scale (n when the input was sorted or that is all).
 template <class K, class V, bool WithValues>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(copy_threads)
     copy_back_kernel(sort_buffers<K, V> buf, index_t n, int passes, int first_buffer, index_t bs_nv,
                      sort_flags flags, int final_buffer, index_t final_scale, long long* width) {
   wait_for_prerequisite_grid();
@@ -1125,7 +1131,9 @@ using no_one_kernel = one_kernel_class<launch_box<32, 1>, 1, 0, 0>;
 // Tuning: boxes for keys K and values V (void: keys only). Large elements get
 // fewer values per thread (scale_vt), and fewer threads when even that would
 // not fit 100 KB of shared memory (the tuned 4-byte block sorts take 68 KB;
-// every GPU from sm_80 on gives a block at least 163 KB); the block sort keeps
+// a block may opt in to 163 KB on sm_80, 227 KB on sm_90 and sm_100, but
+// only 99 KB on sm_86, sm_89 and sm_120, where prepare_shared_memory refuses
+// a box over the limit with its sizes); the block sort keeps
 // a power of two (cub::BlockMergeSort), the passes a multiple of 32.
 template <class K, class V>
 struct merge_sort_table {
@@ -1245,7 +1253,7 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   const int first_buffer = (num_passes + final_buffer) % 2;  // where the block sort writes (plan_passes)
   index_t max_tiles = 0;
   for (const auto& p : passes) max_tiles = std::max(max_tiles, p.launch_tiles);
-  if (block_tiles > 0x7fffffff || max_tiles > 0x7fffffff / 32) {
+  if (block_tiles > max_grid_ctas || max_tiles > max_grid_ctas / 32) {
     throw std::invalid_argument(std::string("libmerge::") + algorithm +
                                 ": input too large for one grid with this launch box");
   }
@@ -1329,9 +1337,9 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
              static_cast<const tile_desc<2>*>(d), comp, static_cast<K*>(nullptr));
     } else if constexpr (MaxWays == 4) {
       auto* d = static_cast<tile_desc<4>*>(descs);
-      launch(pair_sample_kernel<K, Comp>, (max_samples + 127) / 128, 128, 0, stream, true, dev, algorithm,
-             "pair_sample_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, samples, sample_keys,
-             my_samples, comp);
+      launch(pair_sample_kernel<K, Comp>, (max_samples + sample_threads - 1) / sample_threads, sample_threads, 0,
+             stream, true, dev, algorithm, "pair_sample_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p,
+             flags, samples, sample_keys, my_samples, comp);
       launch(pass_partition_kernel<4, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
              "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, d,
              static_cast<const index_t*>(samples), static_cast<const K*>(sample_keys), my_samples, comp);
@@ -1340,9 +1348,10 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
     }
   }
   if (num_passes > 0 || into != nullptr) {
-    launch(copy_back_kernel<K, V, WithValues>, std::min<index_t>((n + 255) / 256, 8 * dev.sms), 256, 0, stream,
-           true, dev, algorithm, "copy_back_kernel", buf, n, num_passes, first_buffer, static_cast<index_t>(BsBox::nv),
-           flags, final_buffer, index_t(1) << levels, into != nullptr ? into->width : nullptr);
+    launch(copy_back_kernel<K, V, WithValues>, std::min<index_t>((n + copy_threads - 1) / copy_threads, 8 * dev.sms),
+           copy_threads, 0, stream, true, dev, algorithm, "copy_back_kernel", buf, n, num_passes, first_buffer,
+           static_cast<index_t>(BsBox::nv), flags, final_buffer, index_t(1) << levels,
+           into != nullptr ? into->width : nullptr);
   }
   if (policy.synchronizes()) {
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
@@ -1536,7 +1545,7 @@ __device__ __forceinline__ run_half<4, K> piece_half(const four_pieces<K>& p, in
 // about 400 scattered sectors, and the merge of 2^29 int32 keys in four
 // pieces took 4.1 ms against 1.6 for lm::merge of two (2 H100s).
 template <class K, class Comp>
-__global__ void __launch_bounds__(128)
+__global__ void __launch_bounds__(sample_threads)
     pieces_sample_kernel(four_pieces<K> p, index_t nv, index_t stride, index_t* samples, K* sample_keys, Comp comp) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
@@ -1614,7 +1623,7 @@ void merge_four(const Policy& policy, const K* keys, const V* vals, const index_
         throw std::logic_error(std::string("libmerge::") + algorithm + ": no 4-way merge for these types");
       } else {
         const index_t tiles = (n + Box::nv - 1) / Box::nv;
-        if (tiles > 0x7fffffff / 32) {
+        if (tiles > max_grid_ctas / 32) {
           throw std::invalid_argument(std::string("libmerge::") + algorithm + ": too many elements for one rank");
         }
         auto pass4 = pass_kernel<Box, 4, K, V, WithValues, Comp>;
@@ -1634,8 +1643,9 @@ void merge_four(const Policy& policy, const K* keys, const V* vals, const index_
         auto* samples = reinterpret_cast<index_t*>(t + flag_bytes + desc_bytes);
         auto* sample_keys = reinterpret_cast<K*>(t + flag_bytes + desc_bytes + sample_bytes);
         four_pieces<K> p{keys, {at[0], at[1], at[2], at[3]}, {len[0], len[1], len[2], len[3]}};
-        launch(pieces_sample_kernel<K, Comp>, (2 * stride + 127) / 128, 128, 0, stream, true, dev, algorithm,
-               "pieces_sample_kernel", p, static_cast<index_t>(Box::nv), stride, samples, sample_keys, comp);
+        launch(pieces_sample_kernel<K, Comp>, (2 * stride + sample_threads - 1) / sample_threads, sample_threads, 0,
+               stream, true, dev, algorithm, "pieces_sample_kernel", p, static_cast<index_t>(Box::nv), stride, samples,
+               sample_keys, comp);
         launch(pieces_partition_kernel<K, Comp>, (tiles + partition_tiles - 1) / partition_tiles, partition_tiles + 1,
                0, stream, true, dev, algorithm, "pieces_partition_kernel", p, static_cast<index_t>(Box::nv),
                static_cast<int>(tiles), stride, static_cast<const index_t*>(samples),

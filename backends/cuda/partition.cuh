@@ -22,7 +22,7 @@
 #include "device.cuh"
 #include "error.hpp"
 #include "launch.cuh"
-#include "merge_path.hpp"
+#include "../engine/merge_path.hpp"
 
 namespace libmerge::detail::cuda_backend {
 

@@ -28,8 +28,11 @@ namespace cuda_backend {
 // first descent. One read of the input; Thrust's is_sorted_until took 29 ms for 2^27 int32
 // keys where this takes a fraction of a millisecond (H100: a chunked find_if,
 // a launch and a wait a chunk, and a cudaMalloc).
+inline constexpr int scan_threads = 256;
+
 template <class It, class Comp>
-__global__ void __launch_bounds__(256) first_descent_kernel(It first, index_t n, Comp comp, unsigned long long* at) {
+__global__ void __launch_bounds__(scan_threads)
+    first_descent_kernel(It first, index_t n, Comp comp, unsigned long long* at) {
   const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x + 1; i < n; i += stride) {
     if (comp(first[i], first[i - 1])) {
@@ -67,9 +70,9 @@ struct backend_impl<algo::precondition, backend::cuda> {
     unsigned long long* d_at = at.template as<unsigned long long>();
     check_cuda(cudaMemsetAsync(d_at, 0xff, sizeof(unsigned long long), stream), algorithm,
                "cudaMemsetAsync (the checked call's scan)");
-    const index_t blocks = std::min<index_t>((n + 255) / 256, static_cast<index_t>(dev.sms) * 8);
-    launch_with(nullptr, first_descent_kernel<std::decay_t<decltype(d)>, Comp>, blocks, 256, 0, stream, algorithm,
-                "launch of the checked call's sortedness scan", d, n, comp, d_at);
+    const index_t blocks = std::min<index_t>((n + scan_threads - 1) / scan_threads, static_cast<index_t>(dev.sms) * 8);
+    launch_with(nullptr, first_descent_kernel<std::decay_t<decltype(d)>, Comp>, blocks, scan_threads, 0, stream,
+                algorithm, "launch of the checked call's sortedness scan", d, n, comp, d_at);
     unsigned long long until = 0;
     check_cuda(cudaMemcpyAsync(&until, d_at, sizeof until, cudaMemcpyDeviceToHost, stream), algorithm,
                "cudaMemcpyAsync (the checked call's scan)");

@@ -662,7 +662,7 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
   if (sparse_a || sparse_b) {
     const index_t needles = sparse_a ? na : nb;
     const index_t tiles = (needles + NeedleBox::nv - 1) / NeedleBox::nv;
-    if (tiles > 0x7fffffff) throw_too_many_tiles(algorithm);
+    if (tiles > max_grid_ctas) throw_too_many_tiles(algorithm);
     match_counts* const zero = zero_counts(tiles);
     // Numbers in their natural order: binary down to a window of
     // interpolate_from needle spacings, then interpolation. Otherwise denser
@@ -737,7 +737,7 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
   using G = search_merge<AIt, BIt>;
   const G g{a, b, na, nb};
   const index_t num_tiles = (na + nb + Box::nv - 1) / Box::nv;
-  if (num_tiles > 0x7fffffff) throw_too_many_tiles(algorithm);
+  if (num_tiles > max_grid_ctas) throw_too_many_tiles(algorithm);
   auto kernel = search_kernel<Box, TypeA, TypeB, AWrites, AIt, BIt, AOut, BOut, Comp>;
   const std::size_t smem = search_layout<value_of<AIt>, value_of<BIt>, Box::nv>::bytes;
   prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);

@@ -2,7 +2,7 @@
 // runs, a galloping bound search, and the partition of a merge among threads.
 // Written for the OpenMP backend on its own (the serial backend is the oracle
 // the tests hold these to, so they share none of its loops); the merge-path
-// search itself is the one the CUDA backend uses (backends/cuda/merge_path.hpp).
+// search itself is the one every backend uses (backends/engine/merge_path.hpp).
 #pragma once
 
 #include <algorithm>
@@ -16,7 +16,7 @@
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
-#include "../cuda/merge_path.hpp"
+#include "../engine/merge_path.hpp"
 
 namespace libmerge::detail::omp_backend {
 

@@ -2,7 +2,10 @@
 // the algorithm. A front-end resolves the policy (Thrust's policies are adapted
 // here by the CUDA backend), asks for its backend tag and calls
 // backend_impl<algorithm, backend>::run. A new backend is a new folder that
-// specializes backend_impl; the front-ends never change.
+// specializes backend_impl, its tag declared beside its policy (the NCCL
+// backend's in policies/nccl.hpp); the front-ends change only where a
+// backend needs something of every call (a collective policy: is_collective
+// below).
 #pragma once
 
 #include <type_traits>
@@ -10,7 +13,9 @@
 
 namespace libmerge {
 
-// One tag per backend. A policy names its backend as `using backend_tag = ...`.
+// The tags of the backends that come with every build. A policy names its
+// backend as `using backend_tag = ...`; a backend with headers of its own
+// (NCCL) adds its tag to this namespace there.
 namespace backend {
 struct serial {};
 struct cuda {};

@@ -1,4 +1,4 @@
-// Unit tests of the merge-path search (backends/cuda/merge_path.hpp), which is
+// Unit tests of the merge-path search (backends/engine/merge_path.hpp), which is
 // plain C++ and compiles without CUDA: for every cross-diagonal, merge_path must
 // return the co-rank of a brute-force reference merge.
 #define BOOST_TEST_MODULE libmerge_cpu_merge_path
@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <backends/cuda/merge_path.hpp>
+#include <backends/engine/merge_path.hpp>
 
 #include "cpu_test_helpers.hpp"
 
