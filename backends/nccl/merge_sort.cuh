@@ -13,9 +13,10 @@
 //                   over every rank's runs (splitters.cuh), and the cuts of
 //                   each rank's output into chunks, then an all-gather of
 //                   every rank's cuts and status; host wait 2
-//   4. exchange     a round a chunk (one more than the GPUs up to 4, fewer
-//                   where the longest shard would give a round under 2^22
-//                   elements; each chunk 0.6 times the one before), each an NCCL
+//   4. exchange     a round a chunk (as many as GPUs up to 4, fewer where
+//                   the longest shard would give a round under 2^22
+//                   elements; each chunk 0.8 times the one before on 2
+//                   GPUs, 0.6 on more), each an NCCL
 //                   group of ncclSend/ncclRecv for keys and values on a
 //                   stream of the rank's own of the highest priority, each
 //                   piece moved on 256-byte boundaries (wire()) from the runs
@@ -435,23 +436,25 @@ struct call_plan {
   bool needs_tmp(int world) const { return pieces(world) > (four_way ? 4 : 2); }
 };
 
-// The exchange's rounds by default: one more than the ranks, up to 4, a
-// chunk at least min_chunk elements of a rank's output, each chunk
-// default_taper times the one before. Chunk c's merge runs while chunk c + 1
-// travels, so past the exchange the call waits for the last chunk's merge
-// only; but NCCL's kernels slow beside the merges, so the first round (alone
-// on the wire) is the longest and the last (whose merge nothing hides) the
-// shortest. 2^30 int32 keys, H200s, same calls (exchange + merge, the call):
-// on 2, one round 3.04 + 2.34 ms; 2 equal rounds 3.60 + 1.32 (25.4-25.8);
-// 4 equal 4.15 + 0.73 (25.3-25.4); 3 rounds tapered 0.6: 3.91 + 0.83
-// (25.21-25.26, 1.77x; 0.8: 25.36; 2 rounds tapered 0.8: 25.37; 4 rounds
-// 0.6: 25.56); pairs 45.4 ms against 45.7-46.1. On 4: one round 3.27 +
-// 1.25; 4 equal rounds 2.97 + 0.50 (14.4-14.5); 4 tapered 0.6: 3.00 + 0.27
-// (14.1, 3.16x-3.18x; 3 or 5 rounds 14.2). (More rounds than 4 past 4 ranks
-// were not measured: one round there unless the caller asks.)
+// The exchange's rounds by default: as many as ranks, up to 4, a chunk at
+// least min_chunk elements of a rank's output, each chunk default_taper
+// times the one before. Chunk c's merge runs while chunk c + 1 travels, so
+// past the exchange the call waits for the last chunk's merge only; but
+// NCCL's kernels slow beside the merges, so the first round (alone on the
+// wire) is the longest and the last (whose merge nothing hides) the
+// shortest. 2^30 int32 keys, H200s, same calls (exchange + merge, the call;
+// ranges over runs): on 2, one round 3.04 + 2.34 ms; 2 equal rounds 3.60 +
+// 1.32 (25.4-25.8 ms, 1.73x-1.76x); 2 tapered 0.8: 3.60-3.70 + 1.15
+// (25.22-25.45, 1.754x-1.770x; pairs 1.71x-1.72x), the exchange 1.20x-1.22x
+// NCCL's all-to-all; 3 tapered 0.6: 3.91 + 0.83 (25.21-25.44, 1.755x-1.771x;
+// pairs 1.72x-1.73x), but the exchange, slowed by two merges beside it,
+// 1.30x-1.32x; 4 tapered 0.6: 25.34-25.58. On 4: one round 3.27 + 1.25; 4
+// equal rounds 2.97 + 0.50 (14.3-14.5); 4 tapered 0.6: 3.00 + 0.27
+// (14.07-14.16, 3.16x-3.18x; 3 or 5 rounds 14.0-14.4). (More rounds than 4
+// past 4 ranks were not measured: one round there unless the caller asks.)
 inline constexpr int most_default_chunks = 4;
 inline constexpr long long min_chunk = 1LL << 22;
-inline constexpr double default_taper = 0.6;
+inline double default_taper(int world) { return world <= 2 ? 0.8 : 0.6; }
 
 // chunks: the exchange's rounds the caller asks for, taper its chunks'
 // ratio (0: the defaults; tests and benchmarks set them).
@@ -465,12 +468,9 @@ inline call_plan plan_call(const header* all, int world, long long longest, int 
   // fewer a rank).
   c.runs = c.four_way ? most_runs(world) : 1;
   const long long wanted =
-      chunks > 0 ? chunks
-                 : (world <= most_default_chunks
-                        ? std::min<long long>(longest / min_chunk, std::min(world + 1, most_default_chunks))
-                        : 1);
+      chunks > 0 ? chunks : (world <= most_default_chunks ? std::min<long long>(longest / min_chunk, world) : 1);
   c.chunks = static_cast<int>(std::clamp<long long>(wanted, 1, max_chunks));
-  c.taper = taper > 0 ? taper : default_taper;
+  c.taper = taper > 0 ? taper : default_taper(world);
   return c;
 }
 

@@ -272,9 +272,9 @@ BOOST_AUTO_TEST_CASE(shapes_and_launch_styles) {
 }
 
 // Shards large enough that the exchange goes in several rounds by default
-// (2^24 keys a rank: the default rounds, one more than the ranks up to 4,
-// tapered, each chunk merged while the next travels), through real NCCL on the ranks' exchange streams: random keys,
-// and few distinct keys (equal keys across every chunk's cut), each in both
+// (2^24 keys a rank: the default rounds, as many as ranks up to 4,
+// tapered, each chunk merged while the next travels), through real NCCL on
+// the ranks' exchange streams: random keys, and few distinct keys (equal keys across every chunk's cut), each in both
 // launch styles. On at most 4 GPUs (past 4 the default is one round).
 BOOST_AUTO_TEST_CASE(the_exchange_in_chunks) {
   if (quick()) return;
