@@ -92,8 +92,24 @@ __device__ __forceinline__ run_of run_at(int j, int runs, long long width, long 
 // G_s + floor(c n_s / chunks), from every rank's length (one every `stride`
 // words); c = chunks is G_{s+1}, and s = world with c = 0 the total. With a
 // taper t != 1 each chunk is t times the one before: chunk c starts at
-// G_s + n_s (1 - t^c) / (1 - t^chunks) (products and one division only, so
-// that every rank computes the same doubles).
+// G_s + n_s (1 - t^c) / (1 - t^chunks). Every rank must compute the same
+// target, GPUs of different architectures included, so each operation is
+// rounded on its own (the _rn intrinsics: never fused into an FMA, which
+// the compiler of one architecture may do and another not).
+__host__ __device__ inline double exact_mul(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+__host__ __device__ inline double exact_sub(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
 __host__ __device__ inline long long chunk_target(const long long* lengths, int stride, int world, int chunks, int s,
                                                   int c, double taper = 1.0) {
   long long g = 0;
@@ -102,10 +118,11 @@ __host__ __device__ inline long long chunk_target(const long long* lengths, int 
   if (taper == 1.0 || c == 0 || c >= chunks) return g + static_cast<long long>(c) * lengths[s * stride] / chunks;
   double tc = 1.0, tn = 1.0;
   for (int i = 0; i < chunks; ++i) {
-    if (i < c) tc = tc * taper;
-    tn = tn * taper;
+    if (i < c) tc = exact_mul(tc, taper);
+    tn = exact_mul(tn, taper);
   }
-  return g + static_cast<long long>(static_cast<double>(lengths[s * stride]) * ((1.0 - tc) / (1.0 - tn)));
+  const double share = exact_sub(1.0, tc) / exact_sub(1.0, tn);  // (IEEE division, correctly rounded)
+  return g + static_cast<long long>(exact_mul(static_cast<double>(lengths[s * stride]), share));
 }
 
 // Interval t = j * boundaries + b (run j, boundary b + 1)'s first bounds
