@@ -628,7 +628,7 @@ void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, cons
       }
     }
     const bool exact = b % m.chunks == 0;
-    if (!in_range || (exact && sum != chunk_target(&all[0].n, stride, world, m.chunks, b / m.chunks, 0))) {
+    if (!in_range || (exact && sum != rank_start(&all[0].n, stride, world, b / m.chunks))) {
       throw uneven();
     }
   }

@@ -110,10 +110,16 @@ __host__ __device__ inline double exact_sub(double a, double b) {
   return a - b;
 #endif
 }
-__host__ __device__ inline long long chunk_target(const long long* lengths, int stride, int world, int chunks, int s,
-                                                  int c, double taper = 1.0) {
+// G_s, where rank s's output starts in the global order: the lengths of the
+// ranks before it (s = world: the total).
+__host__ __device__ inline long long rank_start(const long long* lengths, int stride, int world, int s) {
   long long g = 0;
   for (int q = 0; q < s && q < world; ++q) g += lengths[q * stride];
+  return g;
+}
+__host__ __device__ inline long long chunk_target(const long long* lengths, int stride, int world, int chunks, int s,
+                                                  int c, double taper = 1.0) {
+  const long long g = rank_start(lengths, stride, world, s);
   if (s >= world) return g;
   if (taper == 1.0 || c == 0 || c >= chunks) return g + static_cast<long long>(c) * lengths[s * stride] / chunks;
   double tc = 1.0, tn = 1.0;
@@ -134,8 +140,8 @@ __global__ void init_intervals_kernel(const long long* lengths, int stride, int 
   const int boundaries = world - 1;
   if (t >= runs * boundaries) return;
   const int j = t / boundaries, b = t % boundaries;
-  const long long g = chunk_target(lengths, stride, world, 1, b + 1, 0);  // G_{b+1}
-  const long long total = chunk_target(lengths, stride, world, 1, world, 0);
+  const long long g = rank_start(lengths, stride, world, b + 1);
+  const long long total = rank_start(lengths, stride, world, world);
   const long long n = run_at(j, runs, *width, lengths[rank * stride]).n;
   const long long others = total - n;
   lo[t] = g - others > 0 ? g - others : 0;
