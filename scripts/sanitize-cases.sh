@@ -20,6 +20,11 @@
 # LIBMERGE_TEST_SHARD=i/K (i = 0 .. K-1), each doing every K-th check of the
 # case's sweeps (cuda_test::in_shard); its verdicts read "case@i/K". (Names
 # are split at spaces: a case whose name holds one cannot be sharded.)
+#
+# SANITIZE_GPUS=G spreads the cases over G GPUs (case i on GPU i mod G,
+# through CUDA_VISIBLE_DEVICES): under racecheck the GPU, not the host, is
+# what the cases wait for, and 19 at a time on one GPU ran out of time
+# where 5 at a time finished.
 set -u
 TOOL=$1 LIMIT=$2 JOBS=$3
 shift 3
@@ -51,18 +56,23 @@ if [ -n "${SANITIZE_SKIP:-}" ] && [ -f "$SANITIZE_SKIP" ]; then
   mv "$list.todo" "$list"
 fi
 run_case() {
-  local bin=$1 c=$2 t0=$SECONDS out shard=
+  local i=$1 bin=$2 c=$3 t0=$SECONDS out shard= gpu=()
   case $c in *@*) shard=${c#*@} ;; esac
-  out=$(timeout -k 10 "$LIMIT" env LIBMERGE_TEST_SHARD="$shard" compute-sanitizer --tool "$TOOL" --error-exitcode 99 \
+  [ "$GPUS" -gt 1 ] && gpu=(CUDA_VISIBLE_DEVICES=$((i % GPUS)))
+  out=$(timeout -k 10 "$LIMIT" env "${gpu[@]}" LIBMERGE_TEST_SHARD="$shard" compute-sanitizer --tool "$TOOL" --error-exitcode 99 \
     "$bin" --run_test="${c%@*}" 2>&1)
   local rc=$?
   printf '=== %s %s rc=%d\n%s\n' "$(basename "$bin")" "$c" "$rc" "$(printf '%s\n' "$out" | tail -n 6)" >> "$LOG/$TOOL-cases.log"
   printf '%s\t%s\t%d\t%d\n' "$(basename "$bin")" "$c" "$rc" $((SECONDS - t0)) >> "$LOG/$TOOL-cases.txt"
 }
 export -f run_case
-export TOOL LIMIT LOG
+GPUS=${SANITIZE_GPUS:-1}
+case $GPUS in '' | *[!0-9]* | 0) echo "SANITIZE_GPUS must be a positive number, got '$GPUS'" >&2; exit 2 ;; esac
+export TOOL LIMIT LOG GPUS
 : >> "$LOG/$TOOL-cases.txt"  # (every case may have been skipped)
-xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'IFS=$(printf "\t") read -r b c <<< "$0"; run_case "$b" "$c"' < "$list"
+# (each line numbered, from 0, for its GPU)
+awk '{ printf "%d\t%s\n", NR - 1, $0 }' "$list" |
+  xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'IFS=$(printf "\t") read -r i b c <<< "$0"; run_case "$i" "$b" "$c"' 
 awk -F '\t' '{ if ($3 == 0) p++; else if ($3 == 124 || $3 == 137) t++; else f++ } END { printf "%s: %d cases passed, %d failed, %d out of time\n", ENVIRON["TOOL"], p, f, t }' \
   "$LOG/$TOOL-cases.txt" | tee -a "$LOG/$TOOL-cases.txt"
 rm -f "$list"
