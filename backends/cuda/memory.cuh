@@ -72,6 +72,18 @@ inline unsigned long long context_id() {
   return id;
 }
 
+// LIBMERGE_NO_MEMORY_POOLS=1 pretends the device has no memory pools;
+// LIBMERGE_NO_MEMORY_POOLS=create, that it has them but libmerge's pool cannot
+// be made (cudaMemPoolCreate fails). Tests use them to cover the fallbacks.
+inline const char* no_memory_pools_setting() {
+  const char* off = std::getenv("LIBMERGE_NO_MEMORY_POOLS");
+  return off != nullptr && *off != '\0' && std::string(off) != "0" ? off : nullptr;
+}
+inline bool pool_creation_refused() {
+  const char* off = no_memory_pools_setting();
+  return off != nullptr && std::string(off) == "create";
+}
+
 // libmerge's own stream-ordered memory pool, one per device and context, made
 // on first use. It differs from the device's default pool in two ways: no
 // reuse through internal dependencies (the default pool may hand a call on
@@ -96,7 +108,7 @@ inline cudaMemPool_t memory_pool(int device) {
   cudaMemPool_t pool{};
   int no = 0;
   std::uint64_t keep = pool_keep_bytes();
-  if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
+  if (pool_creation_refused() || cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
     cudaGetLastError();
     pool = nullptr;
   } else if (cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no) != cudaSuccess ||
@@ -111,11 +123,10 @@ inline cudaMemPool_t memory_pool(int device) {
   return pool;
 }
 
-// Whether a device has stream-ordered memory pools; LIBMERGE_NO_MEMORY_POOLS=1
-// pretends it has none (tests use it to cover the fallback).
+// Whether a device has stream-ordered memory pools (LIBMERGE_NO_MEMORY_POOLS
+// above).
 inline bool has_memory_pools(int device) {
-  const char* off = std::getenv("LIBMERGE_NO_MEMORY_POOLS");
-  if (off != nullptr && *off != '\0' && *off != '0') return false;
+  if (no_memory_pools_setting() != nullptr && !pool_creation_refused()) return false;
   int supported = 0;
   check_cuda(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device), "temporary storage",
              "cudaDeviceGetAttribute(MemoryPoolsSupported)");
