@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <iterator>
 #include <type_traits>
 
 #include <thrust/find.h>
@@ -24,20 +25,45 @@ namespace libmerge::detail {
 
 namespace cuda_backend {
 // The first i in [1, n) with first[i] before first[i - 1], into *at (which
-// starts at the largest value): a grid-stride pass, each thread up to its
-// first descent. One read of the input; Thrust's is_sorted_until took 29 ms for 2^27 int32
-// keys where this takes a fraction of a millisecond (H100: a chunked find_if,
-// a launch and a wait a chunk, and a cudaMalloc).
+// starts at the largest value): a grid-stride pass over tiles of
+// scan_threads x scan_items(T) elements, each thread up to its first
+// descent. One read of the input (a thread's element i - 1 is its neighbour
+// lane's element i, a cache hit); Thrust's is_sorted_until took 29 ms for
+// 2^27 int32 keys where this takes a fraction of a millisecond (H100: a
+// chunked find_if, a launch and a wait a chunk, and a cudaMalloc).
 inline constexpr int scan_threads = 256;
+
+// Elements a thread compares a step, all its loads issued before the first
+// comparison: at least 32 bytes in flight a thread. With one int32 a thread a
+// step the scan was bound by latency, not bandwidth (2^28 int32 on an H100:
+// 0.54 ms for 1 GiB, 2.0 TB/s, where int64 keys reached 2.8 TB/s).
+template <class T>
+constexpr int scan_items() {
+  return sizeof(T) >= 32 ? 1 : (sizeof(T) >= 8 ? static_cast<int>(32 / sizeof(T)) : 8);
+}
 
 template <class It, class Comp>
 __global__ void __launch_bounds__(scan_threads)
     first_descent_kernel(It first, index_t n, Comp comp, unsigned long long* at) {
-  const index_t stride = static_cast<index_t>(gridDim.x) * blockDim.x;
-  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x + 1; i < n; i += stride) {
-    if (comp(first[i], first[i - 1])) {
-      atomicMin(at, static_cast<unsigned long long>(i));
-      return;
+  using T = typename std::iterator_traits<It>::value_type;
+  constexpr int items = scan_items<T>();
+  const index_t tile = static_cast<index_t>(scan_threads) * items;
+  for (index_t base = static_cast<index_t>(blockIdx.x) * tile; base < n;
+       base += static_cast<index_t>(gridDim.x) * tile) {
+    // (element k of the thread: base + k x scan_threads + threadIdx.x, so that
+    // each load of a warp is one coalesced read)
+    bool descends[items];
+#pragma unroll
+    for (int k = 0; k < items; ++k) {
+      const index_t i = base + static_cast<index_t>(k) * scan_threads + threadIdx.x;
+      descends[k] = i >= 1 && i < n && comp(first[i], first[i - 1]);
+    }
+#pragma unroll
+    for (int k = 0; k < items; ++k) {
+      if (descends[k]) {
+        atomicMin(at, static_cast<unsigned long long>(base + static_cast<index_t>(k) * scan_threads + threadIdx.x));
+        return;
+      }
     }
   }
 }
@@ -70,8 +96,10 @@ struct backend_impl<algo::precondition, backend::cuda> {
     unsigned long long* d_at = at.template as<unsigned long long>();
     check_cuda(cudaMemsetAsync(d_at, 0xff, sizeof(unsigned long long), stream), algorithm,
                "cudaMemsetAsync (the checked call's scan)");
-    const index_t blocks = std::min<index_t>((n + scan_threads - 1) / scan_threads, static_cast<index_t>(dev.sms) * 8);
-    launch_with(nullptr, first_descent_kernel<std::decay_t<decltype(d)>, Comp>, blocks, scan_threads, 0, stream,
+    using D = std::decay_t<decltype(d)>;
+    const index_t tile = static_cast<index_t>(scan_threads) * scan_items<typename std::iterator_traits<D>::value_type>();
+    const index_t blocks = std::min<index_t>((n + tile - 1) / tile, static_cast<index_t>(dev.sms) * 8);
+    launch_with(nullptr, first_descent_kernel<D, Comp>, blocks, scan_threads, 0, stream,
                 algorithm, "launch of the checked call's sortedness scan", d, n, comp, d_at);
     unsigned long long until = 0;
     check_cuda(cudaMemcpyAsync(&until, d_at, sizeof until, cudaMemcpyDeviceToHost, stream), algorithm,

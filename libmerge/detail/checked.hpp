@@ -14,8 +14,9 @@
 //       comparator that flips coins, <=, or < over keys with NaNs fails here
 //
 // The front-ends call these (checked_* below); each backend implements the
-// two scans, the CUDA one with Thrust on the call's stream (a checked call
-// waits for it: the answer decides whether the algorithm runs).
+// two scans, the CUDA one on the call's stream (a kernel of its own for
+// sortedness, Thrust's find_if over the samples; a checked call waits for
+// them: the answer decides whether the algorithm runs).
 #pragma once
 
 #include <stdexcept>

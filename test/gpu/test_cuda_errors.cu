@@ -618,6 +618,46 @@ BOOST_AUTO_TEST_CASE(checked_calls_on_the_gpu) {
   BOOST_CHECK(std::is_sorted(sorted.begin(), sorted.begin() + 80000));
 }
 
+// The checked call's sortedness scan reports the first descent wherever it
+// lies: each element type's scan tile (256 threads x 8 int32, 4 int64 or 2
+// 16-byte elements a thread, thread t holding elements t, t + 256, ...), its
+// edges, the last element, and inputs long enough that the grid strides
+// (past 8 CTAs an SM), each with a second descent after it that the scan
+// may meet first.
+template <class T, class Make>
+void check_first_descents(Make make, const char* type) {
+  const auto checked = lm::cuda::par.checked();
+  std::mt19937_64 g(77);
+  for (long long n : {2LL, 3000LL, 5000017LL}) {
+    std::vector<long long> at = {1, 2, 255, 256, 257, 511, 512, 1023, 1024, 1025, 2047, 2048, 2049, n - 1};
+    for (int r = 0; r < 6; ++r) at.push_back(1 + static_cast<long long>(g() % static_cast<std::uint64_t>(n - 1)));
+    std::vector<T> hb = {make(0)};
+    auto db = to_device(hb);
+    for (long long p : at) {
+      if (p < 1 || p >= n) continue;
+      std::vector<T> ha(static_cast<std::size_t>(n));
+      for (long long i = 0; i < n; ++i) ha[static_cast<std::size_t>(i)] = make(2 * i + 2);
+      ha[static_cast<std::size_t>(p)] = make(2 * p - 1);  // before element p - 1: the first descent
+      const long long q = p + 1 + static_cast<long long>(g() % 5000);
+      if (q + 1 < n) ha[static_cast<std::size_t>(q + 1)] = make(0);  // a later one
+      auto da = to_device(ha);
+      thrust::device_vector<T> out(ha.size() + 1);
+      BOOST_TEST_CONTEXT(type << ", n " << n << ", descent at " << p) {
+        expect_error<std::invalid_argument>(
+            [&] { lm::merge(checked, da.begin(), da.end(), db.begin(), db.end(), out.begin(), lm::less<>()); },
+            {"[a_first, a_last) is not sorted",
+             "element " + std::to_string(p) + " comes before element " + std::to_string(p - 1)});
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_checked_scan_finds_the_first_descent_anywhere) {
+  check_first_descents<int>([](long long v) { return static_cast<int>(v); }, "int32");
+  check_first_descents<long long>([](long long v) { return v; }, "int64");
+  check_first_descents<test_support::record>([](long long v) { return test_support::record{v, 0, 0}; }, "16-byte");
+}
+
 // The temporary-storage pool belongs to the device's context: after
 // cudaDeviceReset (which destroys that context and its pools) a call gets a
 // new pool instead of a dangling handle. Last in this file: the reset frees
