@@ -22,9 +22,9 @@
 # are split at spaces: a case whose name holds one cannot be sharded.)
 #
 # SANITIZE_GPUS=G spreads the cases over G GPUs (case i on GPU i mod G,
-# through CUDA_VISIBLE_DEVICES): under racecheck the GPU, not the host, is
-# what the cases wait for, and 19 at a time on one GPU ran out of time
-# where 5 at a time finished.
+# through CUDA_VISIBLE_DEVICES), SANITIZE_GPUS=1,2,3 over the GPUs listed:
+# under racecheck the GPU, not the host, is what the cases wait for, and 19
+# at a time on one GPU ran out of time where 5 at a time finished.
 set -u
 TOOL=$1 LIMIT=$2 JOBS=$3
 shift 3
@@ -58,7 +58,8 @@ fi
 run_case() {
   local i=$1 bin=$2 c=$3 t0=$SECONDS out shard= gpu=()
   case $c in *@*) shard=${c#*@} ;; esac
-  [ "$GPUS" -gt 1 ] && gpu=(CUDA_VISIBLE_DEVICES=$((i % GPUS)))
+  local list=(${GPUS//,/ })
+  [ -n "$GPUS" ] && gpu=(CUDA_VISIBLE_DEVICES=${list[$((i % ${#list[@]}))]})
   out=$(timeout -k 10 "$LIMIT" env "${gpu[@]}" LIBMERGE_TEST_SHARD="$shard" compute-sanitizer --tool "$TOOL" --error-exitcode 99 \
     "$bin" --run_test="${c%@*}" 2>&1)
   local rc=$?
@@ -66,8 +67,15 @@ run_case() {
   printf '%s\t%s\t%d\t%d\n' "$(basename "$bin")" "$c" "$rc" $((SECONDS - t0)) >> "$LOG/$TOOL-cases.txt"
 }
 export -f run_case
-GPUS=${SANITIZE_GPUS:-1}
-case $GPUS in '' | *[!0-9]* | 0) echo "SANITIZE_GPUS must be a positive number, got '$GPUS'" >&2; exit 2 ;; esac
+# (GPUS: the devices' numbers, comma-separated; empty: the default device)
+GPUS=
+case ${SANITIZE_GPUS:-} in
+  '') ;;
+  *[!0-9,]* | *,,* | ,* | *,) echo "SANITIZE_GPUS: a number or a comma-separated list of GPUs, got '$SANITIZE_GPUS'" >&2; exit 2 ;;
+  *,*) GPUS=$SANITIZE_GPUS ;;
+  0) echo "SANITIZE_GPUS: a number or a comma-separated list of GPUs, got '$SANITIZE_GPUS'" >&2; exit 2 ;;
+  *) GPUS=$(seq -s, 0 $((SANITIZE_GPUS - 1))) ;;
+esac
 export TOOL LIMIT LOG GPUS
 : >> "$LOG/$TOOL-cases.txt"  # (every case may have been skipped)
 # (each line numbered, from 0, for its GPU)
