@@ -38,15 +38,13 @@ inline constexpr int scan_threads = 256;
 // step the scan was bound by latency, not bandwidth (2^28 int32 on an H100:
 // 0.54 ms for 1 GiB, 2.0 TB/s, where int64 keys reached 2.8 TB/s).
 template <class T>
-constexpr int scan_items() {
-  return sizeof(T) >= 32 ? 1 : (sizeof(T) >= 8 ? static_cast<int>(32 / sizeof(T)) : 8);
-}
+inline constexpr int scan_items = sizeof(T) >= 32 ? 1 : (sizeof(T) >= 8 ? static_cast<int>(32 / sizeof(T)) : 8);
 
 template <class It, class Comp>
 __global__ void __launch_bounds__(scan_threads)
     first_descent_kernel(It first, index_t n, Comp comp, unsigned long long* at) {
   using T = typename std::iterator_traits<It>::value_type;
-  constexpr int items = scan_items<T>();
+  constexpr int items = scan_items<T>;
   const index_t tile = static_cast<index_t>(scan_threads) * items;
   for (index_t base = static_cast<index_t>(blockIdx.x) * tile; base < n;
        base += static_cast<index_t>(gridDim.x) * tile) {
@@ -97,7 +95,7 @@ struct backend_impl<algo::precondition, backend::cuda> {
     check_cuda(cudaMemsetAsync(d_at, 0xff, sizeof(unsigned long long), stream), algorithm,
                "cudaMemsetAsync (the checked call's scan)");
     using D = std::decay_t<decltype(d)>;
-    const index_t tile = static_cast<index_t>(scan_threads) * scan_items<typename std::iterator_traits<D>::value_type>();
+    const index_t tile = static_cast<index_t>(scan_threads) * scan_items<typename std::iterator_traits<D>::value_type>;
     const index_t blocks = std::min<index_t>((n + tile - 1) / tile, static_cast<index_t>(dev.sms) * 8);
     launch_with(nullptr, first_descent_kernel<D, Comp>, blocks, scan_threads, 0, stream,
                 algorithm, "launch of the checked call's sortedness scan", d, n, comp, d_at);
