@@ -26,7 +26,7 @@ namespace libmerge::detail {
 namespace cuda_backend {
 // The first i in [1, n) with first[i] before first[i - 1], into *at (which
 // starts at the largest value): a grid-stride pass over tiles of
-// scan_threads x scan_items(T) elements, each thread up to its first
+// scan_threads x scan_items<T> elements, each thread up to its first
 // descent. One read of the input (a thread's element i - 1 is its neighbour
 // lane's element i, a cache hit); Thrust's is_sorted_until took 29 ms for
 // 2^27 int32 keys where this takes a fraction of a millisecond (H100: a
