@@ -1,0 +1,131 @@
+// Stage 2 of the merge sort: tiles sorted in shared memory by
+// cub::BlockMergeSort.
+#pragma once
+
+#include "sortedness.cuh"
+
+namespace libmerge::detail::cuda_backend {
+
+// 2. Block sort: tile t = keys[t * nv, ...) sorted by cub::BlockMergeSort
+// (stable: an odd-even sort in each thread's registers, then merge-path
+// merges in shared memory), read and written with CUB's warp-transposing
+// block loads and stores. With Indices, values are not read: they are the
+// positions base + i.
+template <class Box, class K, class V, bool WithValues, bool Indices>
+struct block_sort_types {
+  using value_type = std::conditional_t<WithValues, V, cub::NullType>;
+  using sort = cub::BlockMergeSort<K, Box::nt, Box::vt, value_type>;
+  using load_keys = cub::BlockLoad<K, Box::nt, Box::vt, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using store_keys = cub::BlockStore<K, Box::nt, Box::vt, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  using load_vals = cub::BlockLoad<V, Box::nt, Box::vt, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using store_vals = cub::BlockStore<V, Box::nt, Box::vt, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  union temp_storage {
+    typename sort::TempStorage sort;
+    typename load_keys::TempStorage load_keys;
+    typename store_keys::TempStorage store_keys;
+    typename load_vals::TempStorage load_vals;
+    typename store_vals::TempStorage store_vals;
+  };
+};
+
+// Tile `tile` of the block sort, by the whole CTA; smem holds
+// block_sort_types::temp_storage.
+template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+__device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, ValsIn vals_in, index_t n, int dest,
+                                                const sort_flags& flags, Comp& comp, index_t tile,
+                                                unsigned char* smem, K* samples = nullptr) {
+  using types = block_sort_types<Box, K, V, WithValues, Indices>;
+  auto& temp = *reinterpret_cast<typename types::temp_storage*>(smem);
+  const int tid = static_cast<int>(threadIdx.x);
+  const index_t base = tile * Box::nv;
+  const int valid = static_cast<int>(n - base < Box::nv ? n - base : Box::nv);
+
+  auto write_positions = [&](V* out) {  // merge_sort_indices of an unmoved tile
+    if constexpr (Indices) {
+      for (int j = tid; j < valid; j += Box::nt) out[base + j] = static_cast<V>(base + j);
+    }
+  };
+  if (flags.skips_block_sort(Box::nv)) {  // sorted, or sorted runs of a tile or more
+    write_positions(buf.vals(0));
+    return;
+  }
+
+  K keys[Box::vt];
+  typename types::load_keys(temp.load_keys).Load(buf.keys(0) + base, keys, valid, K{});
+  // Is the tile sorted already? Each thread checks its own keys and the first
+  // key of the next thread (read again from global memory, where it is cached).
+  bool in_order = true;
+  int mine = valid - Box::vt * tid;  // keys of this thread in the tile
+  mine = mine < 0 ? 0 : (mine > Box::vt ? Box::vt : mine);
+#pragma unroll
+  for (int i = 1; i < Box::vt; ++i) {
+    if (i < mine) in_order &= !comp(keys[i], keys[i - 1]);
+  }
+  if (mine == Box::vt && Box::vt * (tid + 1) < valid) {
+    in_order &= !comp(buf.keys(0)[base + Box::vt * (tid + 1)], keys[Box::vt - 1]);
+  }
+  const bool tile_sorted = __syncthreads_and(in_order);
+  if (tile_sorted && dest == 0) {
+    sample_blocked(keys, base + Box::vt * tid, mine, samples);
+    write_positions(buf.vals(0));
+    return;
+  }
+
+  typename types::value_type vals[Box::vt];
+  if constexpr (WithValues) {
+    if constexpr (Indices) {
+#pragma unroll
+      for (int i = 0; i < Box::vt; ++i) vals[i] = static_cast<V>(base + Box::vt * tid + i);
+    } else {
+      __syncthreads();
+      typename types::load_vals(temp.load_vals).Load(vals_in + base, vals, valid);
+    }
+  }
+  if (!tile_sorted) {
+    __syncthreads();
+    if (valid == Box::nv) {  // CUB's full-tile sort: no bounds to check
+      if constexpr (WithValues) {
+        typename types::sort(temp.sort).StableSort(keys, vals, comp);
+      } else {
+        typename types::sort(temp.sort).StableSort(keys, comp);
+      }
+    } else {
+      // CUB pads a partial tile with the key it is given; it must not sort
+      // before any real key, so each thread passes its own largest.
+      K largest = keys[0];
+#pragma unroll
+      for (int i = 1; i < Box::vt; ++i) {
+        if (i < mine && comp(largest, keys[i])) largest = keys[i];
+      }
+      if constexpr (WithValues) {
+        typename types::sort(temp.sort).StableSort(keys, vals, comp, valid, largest);
+      } else {
+        typename types::sort(temp.sort).StableSort(keys, comp, valid, largest);
+      }
+    }
+  }
+  __syncthreads();
+  typename types::store_keys(temp.store_keys).Store(buf.keys(dest) + base, keys, valid);
+  if (samples != nullptr) {  // the store left each warp's keys striped (warp_base + 32 i + lane)
+    const int warp_base = (tid / 32) * 32 * Box::vt;
+    const int holder = static_cast<int>((32 - (base + warp_base) % 32) % 32);
+    const int left = (valid - warp_base < 32 * Box::vt ? valid - warp_base : 32 * Box::vt) - holder;
+    write_warp_samples(keys, holder, (base + warp_base + holder) / 32, left <= 0 ? 0 : (left + 31) / 32, samples);
+  }
+  if constexpr (WithValues) {
+    __syncthreads();
+    typename types::store_vals(temp.store_vals).Store(buf.vals(dest) + base, vals, valid);
+  }
+}
+
+template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+__global__ void __launch_bounds__(Box::nt, 1)
+    block_sort_kernel(sort_buffers<K, V> buf, ValsIn vals_in, index_t n, int dest, sort_flags flags, Comp comp,
+                      K* samples) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  block_sort_tile<Box, K, V, WithValues, Indices>(buf, vals_in, n, dest, flags, comp, blockIdx.x, smem, samples);
+}
+
+}  // namespace libmerge::detail::cuda_backend

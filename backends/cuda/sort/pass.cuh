@@ -1,0 +1,211 @@
+// Stage 3b and 4 of the merge sort: the merge pass (pass_kernel) and the
+// copy back to the caller's buffers.
+#pragma once
+
+#include "pass_partition.cuh"
+
+namespace libmerge::detail::cuda_backend {
+
+// The registers a merge-pass thread may use: like the merge kernel, many
+// threads per multiprocessor (the passes are bound by loads in flight).
+// 4-way passes of elements up to 8 bytes with keys under 8 (which alone
+// take 4-way passes; 8-byte keys spilled) fill the SM (32 registers; their
+// loads go out a few at a time, load_pieces): 11.60 against 12.85 ms for
+// 2^28 int32 keys, 20.51 against 21.52 for int32 pairs, where 1024 threads
+// (64 registers) had been the most that did not spill, and 1536 (40
+// registers) took 12.44 and 20.93 (H100). 2-way passes ask for three
+// quarters of a full SM (about 40 registers; a full SM was no faster: 0.837
+// against 0.829 ms at 2^24 int32 keys), other 4-way passes and 16-byte
+// elements (whose keys take four registers each: 256x5 spilled at 40) for at
+// least 1024 threads (64). Larger elements get no limit.
+template <class Box, int Ways, std::size_t KeyBytes, std::size_t ElementBytes>
+inline constexpr int pass_ctas_per_sm = [] {
+  if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
+  const int threads = Ways == 4 ? (ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads : 1024)
+                                : (ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024);
+  const int ctas = threads / Box::nt;
+  const int cap = sm_max_threads == 2048 ? 32 : 16;  // CTAs an SM holds
+  return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
+}();
+
+// A 4-way tile's pieces side by side in shared memory in the order 0 2 | 1 3,
+// so that level 1 is a single CTA merge of (0 2) with (1 3)
+// (cta_merge_pairs) whose output is merge(0, 1) followed by merge(2, 3), and
+// level 2 merges those two halves. (2-way tiles hold run 0's piece, then run
+// 1's.)
+__device__ __forceinline__ piece_map<4> pieces_of(const tile_desc<4>& d) {
+  piece_map<4> m;
+  m.start[0] = 0;
+  m.start[1] = d.size[0];
+  m.start[2] = m.start[1] + d.size[2];
+  m.start[3] = m.start[2] + d.size[1];
+  m.delta[0] = d.at[0];
+  m.delta[1] = d.at[2] - m.start[1];
+  m.delta[2] = d.at[1] - m.start[2];
+  m.delta[3] = d.at[3] - m.start[3];
+  return m;
+}
+
+template <int Ways>
+__device__ __forceinline__ int count_of(const tile_desc<Ways>& d) {
+  int count = 0;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) count += d.size[k];
+  return count;
+}
+
+// One tile of a pass, described by d (in global or shared memory): its pieces into
+// shared memory, merged in one or two levels and stored in the other
+// buffers. The output position is read from the descriptor (in L1) only at
+// the end: kept in registers through both merge levels, it made the 4-way
+// int32 kernel spill at its 64-register budget (ptxas -v, sm_90).
+template <class Box, int Ways, bool Full, class K, class V, bool WithValues, class Comp>
+__device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d, int count,
+                                          unsigned char* smem, Comp& comp, K* samples = nullptr) {
+  using layout = merge_layout<K, V, WithValues, Box::nv>;
+  K* keys = reinterpret_cast<K*>(smem + layout::keys);
+  V* vals = reinterpret_cast<V*>(smem + layout::vals);
+  tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
+  const int tid = static_cast<int>(threadIdx.x);
+  // Level 1's three offsets (4 ways), then nothing of the descriptor but its
+  // sizes: registers are tight here.
+  int a_split = 0, na = 0, b_split = 0;
+  if constexpr (Ways == 2) {
+    // Keys only: a partial tile loads direct (held in registers, its checked
+    // values made the 512x15 kernel spill once the pass shape came from
+    // device memory; ptxas -v, sm_90). Pairs spill the other way round.
+    load_tile<Box::nt, Box::vt, Full, !WithValues>(buf.keys(src) + d.at[0], d.size[0], buf.keys(src) + d.at[1], count,
+                                                   keys, tid);
+    if constexpr (WithValues) {
+      load_tile<Box::nt, Box::vt, Full>(buf.vals(src) + d.at[0], d.size[0], buf.vals(src) + d.at[1], count, vals, tid);
+    }
+  } else {
+    const piece_map<Ways> pieces = pieces_of(d);
+    load_pieces<Box::nt, Box::vt, Full>(buf.keys(src), pieces, count, keys, tid);
+    if constexpr (WithValues) load_pieces<Box::nt, Box::vt, Full>(buf.vals(src), pieces, count, vals, tid);
+    a_split = pieces.start[1];
+    na = pieces.start[2];
+    b_split = pieces.start[3];
+  }
+  __syncthreads();
+
+  K merged[Box::vt];
+  int from[Box::vt];
+  if constexpr (Ways == 4) {
+    // Level 1, written back over the tile; each output's tile offset goes to
+    // `sources`.
+    cta_merge_pairs<Box::vt>(keys, na, a_split, b_split, count, tid, merged, from, comp);
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      const int j = Box::vt * tid + i;
+      if (Full || j < count) {
+        keys[j] = merged[i];
+        if constexpr (WithValues) sources[j] = static_cast<tile_offset>(from[i]);
+      }
+    }
+    __syncthreads();
+  }
+  // The last level: the two halves.
+  cta_merge<Box::vt>(keys, Ways == 4 ? d.size[0] + d.size[1] : d.size[0], count, tid, merged, from, comp);
+  if constexpr (WithValues) {
+    // Each output's value sits at the tile offset its key came from (through
+    // level 1's offsets for 4 ways).
+    int origin[Box::vt];
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) origin[i] = Ways == 4 ? sources[from[i] < count ? from[i] : 0] : from[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      const int j = Box::vt * tid + i;
+      if (Full || j < count) sources[j] = static_cast<tile_offset>(origin[i]);
+    }
+  } else {
+    __syncthreads();
+  }
+  const index_t out_at = d.out;
+  if constexpr (Ways == 4) {
+    store_warp_striped_sampled<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out_at, count, tid, samples, out_at);
+  } else {
+    store_warp_striped<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out_at, count, tid);
+  }
+  if constexpr (WithValues) {
+    __syncthreads();
+    V* out_vals = buf.vals(1 - src) + out_at;
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      const int j = Box::nt * i + tid;
+      if (Full || j < count) out_vals[j] = vals[sources[j]];
+    }
+  }
+}
+
+template <class Box, int Ways, class K, class V, bool WithValues, class Comp>
+__global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K), sizeof(K) + (WithValues ? sizeof(V) : 0)>)
+    pass_kernel(sort_buffers<K, V> buf, int pass, sort_flags flags, const tile_desc<Ways>* descs, Comp comp,
+                K* samples) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const int tile = static_cast<int>(blockIdx.x);
+  const int work = flags.has_work(pass);
+  const int src = flags.source(pass);
+  const int num_tiles = flags.shapes[pass].num_tiles;
+  if (!work || tile >= num_tiles) return;
+  // Read in place, each field where it is used: a copy of the whole
+  // descriptor in registers made the 2-way pairs kernels spill (ptxas -v, sm_90).
+  const tile_desc<Ways>& d = descs[tile];
+  const int count = count_of(d);
+  // Only 4-way passes sample their output (launch_merge_sort): the code is
+  // left out of the 2-way kernels.
+  K* const sample_to = Ways == 4 ? samples : nullptr;
+  if (count == Box::nv) {
+    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, d, count, smem, comp, sample_to);
+  } else {
+    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, d, count, smem, comp, sample_to);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 4. Back to the caller's buffers when the passes left the data in scratch
+// (or, for a sort into a buffer of the sort across GPUs, to that buffer).
+template <bool WithValues, class K, class V>
+__device__ __forceinline__ void copy_to_buffer(const sort_buffers<K, V>& buf, int to, index_t n) {
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<index_t>(gridDim.x) * blockDim.x) {
+    buf.keys(to)[i] = buf.keys(1 - to)[i];
+    if constexpr (WithValues) buf.vals(to)[i] = buf.vals(1 - to)[i];
+  }
+}
+
+// final_buffer: where the data must end (0: the caller's). width (sort into
+// runs, sort_to_runs): the length of the first run the passes left, runs of
+// first_width * final_scale (n when the input was sorted or that is all).
+template <class K, class V, bool WithValues>
+__global__ void __launch_bounds__(copy_threads)
+    copy_back_kernel(sort_buffers<K, V> buf, index_t n, int passes, int first_buffer, index_t bs_nv,
+                     sort_flags flags, int final_buffer, index_t final_scale, long long* width) {
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  if (width != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+    const index_t base = flags.first_width(bs_nv);
+    *width = !flags.unsorted() || base > (n - 1) / final_scale ? n : base * final_scale;
+  }
+  if (buffer_before_pass(flags, passes, first_buffer, bs_nv) == final_buffer) return;
+  copy_to_buffer<WithValues>(buf, final_buffer, n);
+}
+
+// 2-way merge levels from runs of `width` to one run of n.
+inline int merge_levels(index_t n, index_t width) {
+  int levels = 0;
+  for (index_t w = width; w < n; w *= 2) ++levels;
+  return levels;
+}
+
+// Bytes of n elements of T in temporary storage, each array 256-byte aligned.
+template <class T>
+std::size_t bytes_of(index_t n) {
+  return align_up(sizeof(T) * static_cast<std::size_t>(n), 256);
+}
+
+}  // namespace libmerge::detail::cuda_backend

@@ -1,0 +1,362 @@
+// Stage 3a of the merge sort: where each tile of a merge pass starts in its
+// group's runs (pass_partition_kernel), from the run samples.
+#pragma once
+
+#include "block_sort.cuh"
+
+namespace libmerge::detail::cuda_backend {
+
+// 3. Merge passes.
+
+__device__ __forceinline__ pass_shape make_pass_shape(index_t n, index_t width, int ways, index_t nv) {
+  const index_t group = width * ways;
+  const index_t groups = (n + group - 1) / group;
+  const index_t tiles_per_group = (group + nv - 1) / nv;
+  const index_t last = n - (groups - 1) * group;
+  return {width, static_cast<int>(tiles_per_group),
+          static_cast<int>((groups - 1) * tiles_per_group + (last + nv - 1) / nv)};
+}
+
+// What the host knows of a pass before anything runs: its run width as a
+// multiple (scale) of the first width, which is a block-sort tile (bs_nv)
+// unless the input turns out to be sorted runs of more; first_buffer: where
+// the block sort puts its output. The kernels work out the pass's shape on the
+// device (pass_shape_of); the host launches a grid for the most tiles any
+// first width can give (launch_tiles).
+struct pass_plan {
+  index_t scale;
+  int ways;
+  index_t bs_nv;
+  int first_buffer;
+  index_t launch_tiles;
+};
+
+__device__ __forceinline__ pass_shape pass_shape_of(const pass_plan& p, const sort_flags& flags, index_t n,
+                                                    index_t nv) {
+  const index_t base = flags.first_width(p.bs_nv);
+  // Runs as long as the input: one run, nothing to merge (and no overflow).
+  const index_t width = base > (n - 1) / p.scale ? n : base * p.scale;
+  return make_pass_shape(n, width, p.ways, nv);
+}
+
+template <int Ways, class K>
+__device__ __forceinline__ run_group<Ways, K> group_at(const K* keys, index_t n, index_t width, index_t group) {
+  run_group<Ways, K> g;
+  const index_t begin = group * Ways * width;
+  g.keys = keys + begin;
+  g.width = width;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    const index_t left = n - begin - k * width;
+    g.len[k] = left <= 0 ? 0 : (left < width ? left : width);
+  }
+  return g;
+}
+
+template <int Ways, class K>
+__device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
+  index_t total = 0;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) total += g.len[k];
+  return total;
+}
+
+// Samples for a 4-way pass's partition: for each group, the split of each
+// pair of runs (0 1 and 2 3) at every multiple of nv of the pair's merge,
+// samples[(group * 2 + pair) * stride + j] for rank j * nv (clamped to the
+// pair's size), stride = ceil(2 * width / nv) + 1, and beside it the keys of
+// the pair's merge at ranks j * nv and j * nv - 1 (sample_keys[2i], [2i + 1];
+// unwritten where there is none), so that the partition's coarse search reads
+// these small arrays alone. One thread a sample: a plain merge-path search,
+// as in a 2-way pass's partition.
+__device__ __forceinline__ index_t sample_stride(index_t width, index_t nv) { return (2 * width + nv - 1) / nv + 1; }
+
+// A 4-way pass partitions on run samples when its runs start at multiples of
+// sample_every (every width from a block-sort tile of such a size; sorted runs
+// of other widths take the search over the runs) and its tiles hold 8
+// samples' worth or more (its tiles start at multiples of sample_every, so
+// a tile's diagonal is a whole number of samples).
+LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv) {
+  return width % sample_every == 0 && nv % sample_every == 0 && nv >= 8 * sample_every;
+}
+
+// One pair sample (pair_sample_kernel, pieces_sample_kernel): the half's
+// inner split at `rank` into *split, and its elements of ranks rank and
+// rank - 1 into keys[0] and keys[1] (unwritten where there is none).
+template <class K, class Comp>
+__device__ __forceinline__ void sample_half(const run_half<4, K>& half, index_t rank, index_t* split, K* keys,
+                                            Comp& comp) {
+  const index_t s = merge_path<bounds::lower>(half.x, half.nx, half.y, half.ny, rank, comp);
+  *split = s;
+  if (rank < half.size()) keys[0] = half.at(rank, s, comp);
+  if (rank > 0) keys[1] = last_before(half, rank, s, comp);
+}
+
+// Threads a block of the small kernels around the passes: the sample
+// kernels (a sample a thread) and the copy back (a grid-stride copy). The
+// launches below use the same constants as the kernels' launch bounds.
+inline constexpr int sample_threads = 128;
+inline constexpr int copy_threads = 256;
+
+template <class K, class Comp>
+__global__ void __launch_bounds__(sample_threads)
+    pair_sample_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass, sort_flags flags,
+                       index_t* samples, K* sample_keys, const K* run_samples, Comp comp) {
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  if (!flags.unsorted()) return;
+  const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+  const index_t width = pass_shape_of(plan, flags, n, nv).width;
+  // On run samples (partitions_on_samples): the same, over the samples, the
+  // runs' width and the tile in samples.
+  const bool sampled = run_samples != nullptr && partitions_on_samples(width, nv);
+  const K* keys = sampled ? run_samples : buf.keys(src);
+  const index_t keys_n = sampled ? (n + sample_every - 1) / sample_every : n;
+  const index_t w = sampled ? width / sample_every : width;
+  if (sampled) nv /= sample_every;
+  const index_t stride = sample_stride(w, nv);
+  const index_t pairs = 2 * ((n + 4 * width - 1) / (4 * width));
+  const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= pairs * stride) return;
+  // The pairs of a 4-way pass are the groups of a 2-way pass of the same width.
+  const index_t j = i % stride;
+  const run_group<2, K> g = group_at<2>(keys, keys_n, w, i / stride);
+  const index_t size = group_size(g);
+  const index_t rank = j * nv < size ? j * nv : size;
+  sample_half(run_half<4, K>{g.keys, g.len[0], g.keys + w, g.len[1]}, rank, samples + i, sample_keys + 2 * i, comp);
+}
+
+// The tile's piece of each run: [start[k], end[k]). A tile of a sorted input
+// ends where the next tile starts; whatever comp does, the pieces are clamped
+// to their runs and to exactly `count` keys in all, so every output position
+// is written once and every read is in range.
+template <int Ways>
+__device__ __forceinline__ void clamp_pieces(const index_t (&len)[Ways], const index_t (&start)[Ways],
+                                             index_t (&end)[Ways], index_t count) {
+  index_t total = 0;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    end[k] = end[k] < start[k] ? start[k] : (end[k] > len[k] ? len[k] : end[k]);
+    total += end[k] - start[k];
+  }
+#pragma unroll
+  for (int k = Ways - 1; k >= 0; --k) {  // too many: trim from the last run
+    const index_t cut = total - count < end[k] - start[k] ? total - count : end[k] - start[k];
+    if (cut > 0) {
+      end[k] -= cut;
+      total -= cut;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {  // too few: extend from the first
+    const index_t add = count - total < len[k] - end[k] ? count - total : len[k] - end[k];
+    if (add > 0) {
+      end[k] += add;
+      total += add;
+    }
+  }
+}
+
+// What a pass tile needs, worked out by its partition kernel so that the pass
+// kernel's threads do none of the group's 64-bit geometry (that was a fifth
+// of a 4-way pass kernel's instructions, each thread of the CTA doing it all):
+// piece k is [at[k], at[k] + size[k]) of the source buffers, the output
+// starts at out, and the pieces are already clamped (clamp_pieces).
+template <int Ways>
+struct alignas(16) tile_desc {
+  index_t at[Ways];
+  index_t out;
+  std::uint16_t size[Ways];  // a tile holds at most 65535 elements (launch_box)
+};
+
+// Tile [d0, d1) of group `group` (runs g): its pieces [start[k], end[k]) of
+// the runs, clamped (clamp_pieces), as a descriptor.
+template <int Ways, class K>
+__device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K>& g, index_t group,
+                                                         index_t (&start)[Ways], index_t (&end)[Ways], index_t d0,
+                                                         index_t d1) {
+  clamp_pieces(g.len, start, end, d1 - d0);
+  const index_t group_begin = group * Ways * g.width;
+  tile_desc<Ways> d;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    d.at[k] = group_begin + k * g.width + start[k];
+    d.size[k] = static_cast<std::uint16_t>(end[k] - start[k]);
+  }
+  d.out = group_begin + d0;
+  return d;
+}
+
+// Tiles a partition block describes: its 128 threads find where 128
+// consecutive tiles start, and each tile but the last ends where the next
+// starts, so one search a block is spent on the next block's first tile.
+inline constexpr int partition_tiles = 127;
+
+// The cut of a 4-way group at sample diagonal D (partitions_on_samples): the
+// 4-way search over the runs' samples (sg; with the pair samples hs over
+// them), then the splitter, the last sample left of that split in the merge's
+// order (ties: the later run), and in each other run the end of what precedes
+// it, searched between the samples around it (32 keys): upper bound in runs
+// before the splitter's, lower bound after (stable). Every probe is in range
+// whatever comp does.
+template <class K, class Comp>
+__device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, const run_group<4, K>& sg, index_t d,
+                                                    const half_samples<K>& hs, Comp& comp) {
+  run_split<4> cut{{0, 0, 0, 0}};
+  if (d == 0) return cut;
+  const index_t target = d * sample_every;
+  const run_split<4> c = group_split(sg, d, comp, hs);
+  int rs = -1;
+  K x{};
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    if (c.s[r] == 0) continue;
+    const K k = sg.keys[r * sg.width + c.s[r] - 1];
+    if (rs < 0 || !comp(k, x)) {
+      rs = r;
+      x = k;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const index_t taken = c.s[r];
+    if (r == rs) {
+      cut.s[r] = sample_every * (taken - 1) + 1;
+    } else if (taken > 0) {
+      const K* run = g.keys + r * g.width;
+      index_t lo = sample_every * (taken - 1) + 1;
+      index_t hi = sample_every * taken < g.len[r] ? sample_every * taken : g.len[r];
+      lo = lo < hi ? lo : hi;
+      while (lo < hi) {
+        const index_t mid = lo + (hi - lo) / 2;
+        if (r < rs ? !comp(x, run[mid]) : comp(run[mid], x)) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      cut.s[r] = lo;
+    }
+  }
+  // Then along the merge to the tile's diagonal, `target` outputs (at most
+  // 4 (sample_every - 1) further for a strict weak order, in the sectors the
+  // window searches just read), so that tiles hold exactly nv outputs, as
+  // with group_split, and start at multiples of nv: full tiles and 32-aligned
+  // stores in the pass kernel (cuts anywhere near the samples' diagonals made
+  // tiles partial and their stores straddle segments: 9% more pass-kernel
+  // time at 2^28 int32 keys, H100). k outputs left: the key q = ceil(k / 4)
+  // into each run, and the first of those in the merge's order (ties: the
+  // earlier run) has at most 4 q - 4 < k keys before it, so its run's q keys
+  // are taken at once: a few rounds of four independent loads instead of k
+  // dependent steps (a serial merge took 0.08 ms of a 0.15 ms partition at
+  // 2^28, H100). Bounded, so that any comp ends; clamp_pieces then keeps the
+  // pieces within the tile.
+  index_t done = 0;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) done += cut.s[r];
+  for (index_t k = target - done < 4 * sample_every ? target - done : 4 * sample_every; k > 0;) {
+    const index_t q = (k + 3) / 4;
+    int pick = -1;
+    index_t take = 0;
+    K first{};
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const index_t left = g.len[r] - cut.s[r];
+      if (left <= 0) continue;
+      const index_t p = left < q ? left : q;
+      const K e = g.keys[r * g.width + cut.s[r] + p - 1];
+      if (pick < 0 || comp(e, first)) {
+        pick = r;
+        first = e;
+        take = p;
+      }
+    }
+    if (pick < 0) break;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      if (r == pick) cut.s[r] += take;
+    }
+    k -= take;
+  }
+  return cut;
+}
+
+// Where every tile of a pass starts in its group's runs (partition.cuh:
+// group_split), then each tile's descriptor. The thread of a group's first
+// tile also checks whether the group is in order already (each run's first
+// key not below the previous run's last), and thread 0 records which buffer
+// the pass reads. 4-way passes with run_samples (partitions_on_samples) find
+// the same cuts through sampled_cut. (The minimum of blocks: without one,
+// ptxas held the 16-byte keys' 4-way kernel to 80 registers and spilled.)
+template <int Ways, class K, class Comp>
+__global__ void __launch_bounds__(partition_tiles + 1, 4)
+    pass_partition_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass,
+                          sort_flags flags, tile_desc<Ways>* descs, const index_t* samples, const K* sample_keys,
+                          const K* run_samples, Comp comp) {
+  __shared__ run_split<Ways> starts[partition_tiles + 1];
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+  const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
+  if (!flags.unsorted()) {
+    if (tile == 0) flags.source(pass) = src;
+    return;
+  }
+  const pass_shape shape = pass_shape_of(plan, flags, n, nv);
+  const bool sampled = Ways == 4 && run_samples != nullptr && partitions_on_samples(shape.width, nv);
+  if (tile == 0) {
+    flags.source(pass) = src;
+    flags.shapes[pass] = shape;  // the pass kernel's tile count
+  }
+  const bool mine = tile < shape.num_tiles;
+  const int group = static_cast<int>(mine ? tile : 0) / shape.tiles_per_group;
+  const int local = static_cast<int>(mine ? tile : 0) % shape.tiles_per_group;
+  const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
+  const index_t snv = nv / sample_every;  // a tile in samples (sampled)
+  if (mine) {
+    if (local == 0) {
+      bool in_order = true;
+#pragma unroll
+      for (int k = 1; k < Ways; ++k) {
+        if (g.len[k] > 0) in_order &= !comp(g.keys[k * shape.width], g.keys[k * shape.width - 1]);
+      }
+      if (!in_order) flags.has_work(pass) = 1;
+    }
+    // 4-way passes: the group's pair samples, over the runs or their samples.
+    half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, sampled ? snv : nv};
+    if (samples != nullptr) {
+      const index_t stride =
+          sampled ? sample_stride(shape.width / sample_every, snv) : sample_stride(shape.width, nv);
+      const index_t first = static_cast<index_t>(group) * 2 * stride;
+      hs.s[0] = samples + first;
+      hs.s[1] = hs.s[0] + stride;
+      hs.keys[0] = sample_keys + 2 * first;
+      hs.keys[1] = hs.keys[0] + 2 * stride;
+    }
+    if constexpr (Ways == 4) {
+      if (sampled) {
+        const run_group<4, K> sg = group_at<4>(run_samples, (n + sample_every - 1) / sample_every,
+                                               shape.width / sample_every, group);
+        starts[threadIdx.x] = sampled_cut(g, sg, static_cast<index_t>(local) * snv, hs, comp);
+      } else {
+        starts[threadIdx.x] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
+      }
+    } else {
+      starts[threadIdx.x] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
+    }
+  }
+  __syncthreads();
+  if (!mine || threadIdx.x == partition_tiles) return;
+  const index_t size = group_size(g);
+  const index_t d0 = static_cast<index_t>(local) * nv;
+  const index_t d1 = d0 + nv < size ? d0 + nv : size;
+  index_t start[Ways], end[Ways];
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    start[k] = starts[threadIdx.x].s[k];
+    end[k] = d1 == size ? g.len[k] : starts[threadIdx.x + 1].s[k];
+  }
+  descs[tile] = describe_tile(g, group, start, end, d0, d1);
+}
+
+}  // namespace libmerge::detail::cuda_backend

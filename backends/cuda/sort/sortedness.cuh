@@ -1,0 +1,153 @@
+// Stage 1 of the merge sort: one read of the keys, where are the descents?
+#pragma once
+
+#include "state.cuh"
+
+namespace libmerge::detail::cuda_backend {
+
+// 1. Where are the descents? sort_flags::runs becomes the gcd of the positions
+// i + 1 with keys[i + 1] < keys[i]. Blocks stride over the keys; all of them
+// stop as soon as the gcd is below `useful` (a block-sort tile), where it
+// could save nothing: random input costs a fraction of one read, sorted
+// input and sorted runs one read.
+__device__ __forceinline__ unsigned long long gcd64(unsigned long long a, unsigned long long b) {
+  if (a == 0 || b == 0) return a | b;  // gcd(0, x) = x: 0 is "no descent yet"
+  const int shift = __ffsll(static_cast<long long>(a | b)) - 1;  // Stein's: shifts, no division
+  a >>= __ffsll(static_cast<long long>(a)) - 1;
+  do {
+    b >>= __ffsll(static_cast<long long>(b)) - 1;
+    if (a > b) {
+      const unsigned long long t = a;
+      a = b;
+      b = t;
+    }
+    b -= a;
+  } while (b != 0);
+  return a << shift;
+}
+
+struct gcd_op {
+  __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return gcd64(a, b); }
+};
+
+// Keys a thread reads a chunk: 64 bytes' worth, at most 16 (2^28 int32 keys
+// in sorted runs, H100, 8 blocks of 256 an SM: 16 keys 0.436 ms, 8 keys
+// 0.468, 32 keys at 4 blocks 0.444; whole 16-byte vectors, 0.408), so that
+// larger keys keep the registers of a full SM.
+template <class K>
+inline constexpr int sortedness_vt = sizeof(K) >= 64 ? 1 : (64 / sizeof(K) < 16 ? int(64 / sizeof(K)) : 16);
+
+template <int NT, class K, class Comp>
+__global__ void __launch_bounds__(NT)
+    sortedness_kernel(const K* keys, index_t n, index_t useful, sort_flags flags, Comp comp, K* samples) {
+  using reduce = cub::BlockReduce<unsigned long long, NT>;
+  __shared__ typename reduce::TempStorage temp;
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  // Samples of sorted runs, which skip the block sort (it writes them
+  // otherwise): the loop below reads every key but the last.
+  if (samples != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && (n - 1) % sample_every == 0) {
+    samples[(n - 1) / sample_every] = keys[n - 1];
+  }
+  constexpr int vt = sortedness_vt<K>;
+  static_assert(NT * vt % sample_every == 0 && vt <= 32, "chunks of whole samples; mask bits");
+  const unsigned long long limit = static_cast<unsigned long long>(useful);
+  volatile unsigned long long* runs = flags.runs;
+  auto update = [&](unsigned long long g) {  // runs = gcd(runs, g), atomically
+    unsigned long long seen = *runs, want;
+    while ((want = gcd64(seen, g)) != seen) {
+      const unsigned long long was = atomicCAS(const_cast<unsigned long long*>(runs), seen, want);
+      if (was == seen) break;
+      seen = was;
+    }
+  };
+  // Two descents closer than `useful` make the gcd smaller than that: when a
+  // chunk (NT * vt keys) is shorter than `useful`, a chunk with two descents
+  // ends the search without any gcd (random input: in the first chunk).
+  const bool short_chunks = NT * vt < useful;
+  for (index_t base = static_cast<index_t>(blockIdx.x) * NT * vt; base < n - 1;
+       base += static_cast<index_t>(gridDim.x) * NT * vt) {
+    // The look at the gcd so far (an L2 round trip) goes out with the
+    // chunk's loads: waited for before them, it held every chunk's loads
+    // back (2^28 int32 keys in sorted runs of 2^16, H100: 0.46 against 0.51
+    // ms; with a full SM of blocks, launch_sortedness, 0.42).
+    const unsigned long long seen = threadIdx.x == 0 ? *runs : 0;
+    // All loads and comparisons first, branch-free, so that every load is in
+    // flight at once; then the few descents. Thread t holds keys first + i
+    // (blocked: whole 16-byte vectors when the keys are aligned to them);
+    // the key after its last comes from the next lane.
+    const index_t first = base + static_cast<index_t>(threadIdx.x) * vt;
+    K x[vt];
+    if (base + NT * vt <= n && reinterpret_cast<std::uintptr_t>(keys) % 16 == 0) {
+      cub::LoadDirectBlockedVectorized(static_cast<int>(threadIdx.x), const_cast<K*>(keys) + base, x);
+    } else {
+#pragma unroll
+      for (int i = 0; i < vt; ++i) x[i] = first + i < n ? keys[first + i] : K{};
+    }
+    K after = cub::ShuffleDown<32>(x[0], 1, 31, 0xffffffffu);
+    if (threadIdx.x % 32 == 31 && first + vt < n) after = keys[first + vt];
+    unsigned mask = 0;
+#pragma unroll
+    for (int i = 0; i < vt; ++i) {
+      const K next = i + 1 < vt ? x[(i + 1) % vt] : after;
+      if (first + i < n - 1 && comp(next, x[i])) mask |= 1u << i;
+    }
+    if (__syncthreads_or(seen != 0 && seen < limit)) return;  // the same answer for all
+    // The chunk's samples, from the threads holding them (the chunk starts
+    // at a multiple of 32 keys, so the test below finds every 32nd key for
+    // any vt).
+    if (samples != nullptr) {
+#pragma unroll
+      for (int i = 0; i < vt; ++i) {
+        if ((threadIdx.x * vt + i) % sample_every == 0 && first + i < n - 1) {
+          samples[(first + i) / sample_every] = x[i];
+        }
+      }
+    }
+    const int descents = __popc(mask);
+    auto position = [&](int i) { return static_cast<unsigned long long>(first + i + 1); };
+    unsigned long long g = mask ? position(__ffs(mask) - 1) : 0;
+    if (short_chunks) {
+      const int with_one = __syncthreads_count(descents == 1);
+      if (__syncthreads_or(descents > 1) || with_one > 1) {
+        if (threadIdx.x == 0) atomicExch(const_cast<unsigned long long*>(runs), 1ull);  // 1: gcd(1, x) = 1
+        return;
+      }
+      if (descents == 1) update(g);  // the chunk's only descent
+    } else {
+      // Two descents in one thread lie less than vt apart: closer than
+      // `useful`, so the search ends here too (random input, in its first
+      // chunk; without this the pairs of the one-kernel class, whose tiles
+      // are shorter than a chunk, spent 16 us instead of 4 on the read at
+      // 2^16, H100).
+      if (__syncthreads_or(descents > 1 && vt <= useful)) {
+        if (threadIdx.x == 0) atomicExch(const_cast<unsigned long long*>(runs), 1ull);
+        return;
+      }
+      for (unsigned m = mask & (mask - 1); m; m &= m - 1) g = gcd64(g, position(__ffs(m) - 1));
+      // One update per block: all threads updating one word would serialize.
+      g = reduce(temp).Reduce(g, gcd_op{});
+      if (threadIdx.x == 0 && g != 0) update(g);
+      __syncthreads();  // temp is reused by the next chunk
+    }
+  }
+}
+
+
+// Zeroes the flags (of `passes` passes) and launches sortedness_kernel, which
+// records in them where the descents of keys[0, n) are (useful: the
+// block-sort tile).
+template <class K, class Comp>
+void launch_sortedness(const K* keys, index_t n, index_t useful, const sort_flags& flags, int passes, Comp comp,
+                       cudaStream_t stream, const device_info& dev, const char* algorithm, K* samples = nullptr) {
+  check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(passes), stream), algorithm, "cudaMemsetAsync");
+  constexpr int check_nt = 256;
+  // A full SM of blocks (8 of 256 threads): one read of the keys is all the
+  // kernel does, so the more loads in flight the better (above).
+  const index_t chunk = check_nt * sortedness_vt<K>;
+  const index_t check_blocks = std::min<index_t>((n + chunk - 1) / chunk, 8 * dev.sms);
+  launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
+         "sortedness_kernel", keys, n, useful, flags, comp, samples);
+}
+
+}  // namespace libmerge::detail::cuda_backend
