@@ -5,7 +5,9 @@
 // its own box for one call: lm::cuda::par.with(lm::launch_box<64, 3>{}).
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <iterator>
 
 namespace libmerge {
 
@@ -72,14 +74,6 @@ struct merge_line {
   int small_nt;
   int small_vt_keys;
   int small_vt_pairs;
-};
-
-inline constexpr merge_line merge[] = {
-    {100, 512, 19, 9, 24, 256, 15, 7},
-    {90, 512, 19, 9, 24, 256, 15, 7},
-    {80, 512, 19, 9, 24, 256, 15, 7},
-    // Older GPUs (sm_75 and before): a smaller, conservative shape, untuned.
-    {0, 256, 15, 7, 0, 256, 15, 7},
 };
 
 // merge_sort: a block-sort stage (cub::BlockMergeSort over tiles of
@@ -161,15 +155,6 @@ struct merge_sort_line {
 // 256x19 / 256x11 for int64 (1.17x CUB at 2^28, against 1.05x with the
 // 4-byte line scaled to 512x7), which scales to 256x9 / 256x5 for 16-byte
 // keys (1.45x, against 1.14x at 512x3).
-inline constexpr merge_sort_line merge_sort[] = {
-    // sm_100: untuned
-    {100, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22, 19},
-    {90, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22, 19},
-    // sm_80: untuned
-    {80, 512, 33, 1024, 17, 256, 17, 9, 4, 26, 24, 256, 19, 11, 512, 28, 26, 256, 17, 11, 4, 3, 23, 21, 22, 19},
-    // before sm_80: untuned
-    {0, 256, 11, 256, 11, 256, 11, 7, 2, 0, 0, 256, 11, 7, 256, 0, 0, 256, 11, 7, 1, 1, 0, 0, 0, 0},
-};
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and
 // haystack elements (vt counts 4-byte keys, scaled by scale_vt for the larger
@@ -198,12 +183,137 @@ struct search_line {
   int interpolate_from;
 };
 
-inline constexpr search_line search[] = {
-    {100, 512, 15, 128, 1, 12, 64, 8},  // untuned
-    {90, 512, 15, 128, 1, 12, 64, 8},
-    {80, 512, 15, 128, 1, 12, 64, 8},   // untuned
-    {0, 256, 15, 128, 1, 12, 64, 8},    // untuned
+// ---------------------------------------------------------------------------
+// The architectures: one entry each, newest first, every setting by name
+// (the fields are explained with each line type above). For each kernel the
+// backend takes the first entry whose arch is not above the architecture the
+// kernel was compiled for; an architecture without an entry takes the nearest
+// older one's (a one-time notice under LIBMERGE_DEBUG=1 says so). Adding an
+// architecture is adding its entry to `architectures`.
+struct architecture {
+  int arch;  // compute capability x 10
+  merge_line merge;
+  merge_sort_line sort;
+  search_line search;
 };
+
+// sm_90, measured on an H100 and an H200 (the figures are with the line types
+// above).
+constexpr architecture sm_90() {
+  architecture a{};
+  a.arch = 90;
+  merge_line& m = a.merge;
+  m.nt = 512;
+  m.vt_keys = 19;
+  m.vt_pairs = 9;
+  m.small_log2 = 24;
+  m.small_nt = 256;
+  m.small_vt_keys = 15;
+  m.small_vt_pairs = 7;
+  merge_sort_line& s = a.sort;
+  s.bs_nt_keys = 512;
+  s.bs_vt_keys = 33;
+  s.bs_nt_pairs = 1024;
+  s.bs_vt_pairs = 17;
+  s.nt = 256;
+  s.vt_keys = 17;
+  s.vt_pairs = 9;
+  s.ways = 4;
+  s.four_way_log2 = 26;
+  s.four_way_log2_pairs = 24;
+  s.wide_nt = 256;
+  s.bs_vt_wide = 19;
+  s.vt_wide = 11;
+  s.large_nt = 512;
+  s.large_log2_keys = 28;
+  s.large_log2_pairs = 26;
+  s.small_nt = 256;
+  s.small_vt_keys = 17;
+  s.small_vt_pairs = 11;
+  s.small_ctas_keys = 4;
+  s.small_ctas_pairs = 3;
+  s.small_log2_keys = 23;
+  s.small_log2_pairs = 21;
+  s.small_separate_log2_keys = 22;
+  s.small_log2_wide = 19;
+  search_line& q = a.search;
+  q.nt = 512;
+  q.vt = 15;
+  q.needle_nt = 128;
+  q.needle_vt = 1;
+  q.sparse_ratio = 12;
+  q.quaternary_below = 64;
+  q.interpolate_from = 8;
+  return a;
+}
+
+// Before sm_80 (sm_75 and older): smaller, conservative shapes, untuned; 2-way
+// passes only, no one-kernel class.
+constexpr architecture before_sm_80() {
+  architecture a = sm_90();
+  a.arch = 0;
+  a.merge.nt = 256;
+  a.merge.vt_keys = 15;
+  a.merge.vt_pairs = 7;
+  a.merge.small_log2 = 0;
+  merge_sort_line& s = a.sort;
+  s.bs_nt_keys = 256;
+  s.bs_vt_keys = 11;
+  s.bs_nt_pairs = 256;
+  s.bs_vt_pairs = 11;
+  s.nt = 256;
+  s.vt_keys = 11;
+  s.vt_pairs = 7;
+  s.ways = 2;
+  s.four_way_log2 = 0;
+  s.four_way_log2_pairs = 0;
+  s.wide_nt = 256;
+  s.bs_vt_wide = 11;
+  s.vt_wide = 7;
+  s.large_nt = 256;
+  s.large_log2_keys = 0;
+  s.large_log2_pairs = 0;
+  s.small_nt = 256;
+  s.small_vt_keys = 11;
+  s.small_vt_pairs = 7;
+  s.small_ctas_keys = 1;
+  s.small_ctas_pairs = 1;
+  s.small_log2_keys = 0;
+  s.small_log2_pairs = 0;
+  s.small_separate_log2_keys = 0;
+  s.small_log2_wide = 0;
+  a.search.nt = 256;
+  return a;
+}
+
+// Another architecture's settings under this one's number, until measured on
+// its own hardware.
+constexpr architecture untuned_as(int arch, architecture a) {
+  a.arch = arch;
+  return a;
+}
+
+inline constexpr architecture architectures[] = {
+    untuned_as(100, sm_90()),  // sm_100 (and sm_120, which takes it)
+    sm_90(),
+    untuned_as(80, sm_90()),  // sm_80 (and sm_86, sm_89, which take it)
+    before_sm_80(),
+};
+
+// Each algorithm's table, newest first: the backend's view of
+// `architectures`, one line type a table, each line with its entry's arch.
+template <class Line, Line architecture::*Field>
+constexpr std::array<Line, std::size(architectures)> lines_of() {
+  std::array<Line, std::size(architectures)> lines{};
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    lines[i] = architectures[i].*Field;
+    lines[i].arch = architectures[i].arch;
+  }
+  return lines;
+}
+inline constexpr auto merge = lines_of<merge_line, &architecture::merge>();
+inline constexpr auto merge_sort = lines_of<merge_sort_line, &architecture::sort>();
+inline constexpr auto search = lines_of<search_line, &architecture::search>();
 
 }  // namespace tuning
 }  // namespace libmerge

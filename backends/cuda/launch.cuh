@@ -6,8 +6,10 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -64,7 +66,7 @@ void for_each_index(F& f, std::index_sequence<I...>) {
 // `arch`; -1 when there is none.
 template <class Table>
 constexpr int line_for(int arch) {
-  constexpr std::size_t n = std::extent_v<std::remove_reference_t<decltype(Table::lines)>>;
+  constexpr std::size_t n = std::size(Table::lines);
   for (std::size_t i = 0; i < n; ++i) {
     if (Table::lines[i].arch <= arch) return static_cast<int>(i);
   }
@@ -89,15 +91,26 @@ struct merge_box_of<launch_boxes<B1, B2, Ways>> {
 // architecture picks the line. Lines with equal boxes share one kernel.
 template <class Table, class KernelOf, class F>
 void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& kernel_of, F&& f) {
-  constexpr std::size_t n = std::extent_v<std::remove_reference_t<decltype(Table::lines)>>;
+  constexpr std::size_t n = std::size(Table::lines);
   bool done = false;
   int compiled_for = 0;
   auto try_line = [&](auto index) {
     if (done) return;
     auto boxes = Table::template boxes<decltype(index)::value>();
     compiled_for = kernel_arch(reinterpret_cast<const void*>(std::apply(kernel_of, boxes)), dev, algorithm);
-    if (Table::lines[decltype(index)::value].arch <= compiled_for) {
+    const int line_arch = Table::lines[decltype(index)::value].arch;
+    if (line_arch <= compiled_for) {
       done = true;
+      if (line_arch != compiled_for && debug_enabled()) {
+        // Once for each kind of call (this instantiation) and architecture, not at every call.
+        static std::atomic<int> told{-1};
+        if (told.exchange(compiled_for) != compiled_for) {
+          std::fprintf(stderr,
+                       "libmerge::%s: no tuning entry for sm_%d (policies/launch_box.hpp, tuning::architectures); "
+                       "using sm_%d's\n",
+                       algorithm, compiled_for, line_arch);
+        }
+      }
       std::apply(f, boxes);
     }
   };
