@@ -36,7 +36,9 @@ inline constexpr int scan_threads = 256;
 // Elements a thread compares a step, all its loads issued before the first
 // comparison: at least 32 bytes in flight a thread. With one int32 a thread a
 // step the scan was bound by latency, not bandwidth (2^28 int32 on an H100:
-// 0.54 ms for 1 GiB, 2.0 TB/s, where int64 keys reached 2.8 TB/s).
+// 0.54 ms for 1 GiB, 2.0 TB/s, where int64 keys reached 2.8 TB/s). With 8,
+// a checked merge of 2^28 int32 keys went from 1.76x to 1.50x the plain
+// merge's time on an H200 (docs/results/h200-merge-checked-scan.txt).
 template <class T>
 inline constexpr int scan_items = sizeof(T) >= 32 ? 1 : (sizeof(T) >= 8 ? static_cast<int>(32 / sizeof(T)) : 8);
 
