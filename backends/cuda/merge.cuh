@@ -241,39 +241,6 @@ void with_merge_box(const device_info& dev, const char* algorithm, index_t n, F&
   }
 }
 
-// The types of a plain merge of keys K and values V (void: keys only) from
-// raw pointers, for the helpers below that ask the tuning table about it.
-template <class K, class V>
-struct plain_merge {
-  static constexpr bool pairs = !std::is_void_v<V>;
-  using vals_in = std::conditional_t<pairs, const std::conditional_t<pairs, V, char>*, no_values>;
-  using geometry = single_merge<const K*, const K*, vals_in, vals_in>;
-  using vals_out = std::conditional_t<pairs, std::conditional_t<pairs, V, char>*, no_values>;
-  using kernel_of = merge_kernel_of<geometry, K*, vals_out, less<>>;
-};
-
-// Elements per tile of the tuned box for a merge of n elements of keys K and
-// values V (void: keys only) on the current device; tests use it to put
-// sizes on tile boundaries.
-template <class K, class V>
-long long tuned_merge_tile(const char* algorithm, long long n) {
-  using M = plain_merge<K, V>;
-  long long nv = 0;
-  with_merge_box<cuda::policy<>, K, V, typename M::geometry, K*, typename M::vals_out, less<>>(
-      current_device(algorithm), algorithm, n, [&](auto box) { nv = decltype(box)::nv; });
-  return nv;
-}
-
-// The size from which tuned merges take the large tiles (2^small_log2 of the
-// line for the current device).
-template <class K, class V>
-long long tuned_merge_large_from(const char* algorithm) {
-  long long from = 0;
-  with_tuned_boxes<merge_table<K, V>>(current_device(algorithm), algorithm, typename plain_merge<K, V>::kernel_of{},
-                                      [&](auto, auto, auto lg) { from = 1LL << decltype(lg)::value; });
-  return from;
-}
-
 template <class Policy, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut,
           class Comp>
 void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals,

@@ -56,16 +56,45 @@ std::vector<T> to_host(const thrust::device_vector<T>& v) {
   return h;
 }
 
+// The types of a plain merge of keys K and values V (void: keys only) from
+// raw pointers, for the helpers below that ask the backend's tuning about it.
+// (Test helpers over the CUDA backend's internals: they live here, not in the
+// backend.)
+template <class K, class V>
+struct plain_merge {
+  static constexpr bool pairs = !std::is_void_v<V>;
+  using vals_in = std::conditional_t<pairs, const std::conditional_t<pairs, V, char>*,
+                                     libmerge::detail::no_values>;
+  using geometry = libmerge::detail::cuda_backend::single_merge<const K*, const K*, vals_in, vals_in>;
+  using vals_out =
+      std::conditional_t<pairs, std::conditional_t<pairs, V, char>*, libmerge::detail::no_values>;
+  using kernel_of = libmerge::detail::cuda_backend::merge_kernel_of<geometry, K*, vals_out, libmerge::less<>>;
+};
+
 // Elements per tile of the tuned merge launch box on this device for a merge
 // of n elements of keys K and values V (void: keys only): merges below
-// tuned_merge_large_from() take the line's small tiles.
+// tuned_merge_large_from() take the line's small tiles. Tests use it to put
+// sizes on tile boundaries.
 template <class K, class V = void>
 long long tuned_merge_nv(long long n = 1) {
-  return libmerge::detail::cuda_backend::tuned_merge_tile<K, V>("test", n);
+  namespace cb = libmerge::detail::cuda_backend;
+  using M = plain_merge<K, V>;
+  long long nv = 0;
+  cb::with_merge_box<libmerge::cuda::policy<>, K, V, typename M::geometry, K*, typename M::vals_out,
+                     libmerge::less<>>(cb::current_device("test"), "test", n,
+                                       [&](auto box) { nv = decltype(box)::nv; });
+  return nv;
 }
+// The size from which tuned merges take the large tiles (2^small_log2 of the
+// entry for this device).
 template <class K, class V = void>
 long long tuned_merge_large_from() {
-  return libmerge::detail::cuda_backend::tuned_merge_large_from<K, V>("test");
+  namespace cb = libmerge::detail::cuda_backend;
+  long long from = 0;
+  cb::with_tuned_boxes<cb::merge_table<K, V>>(cb::current_device("test"), "test",
+                                              typename plain_merge<K, V>::kernel_of{},
+                                              [&](auto, auto, auto lg) { from = 1LL << decltype(lg)::value; });
+  return from;
 }
 
 // Total sizes that put the last tile at every boundary case of nv, plus
