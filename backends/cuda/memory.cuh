@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -75,13 +76,13 @@ inline unsigned long long context_id() {
 // LIBMERGE_NO_MEMORY_POOLS=1 pretends the device has no memory pools;
 // LIBMERGE_NO_MEMORY_POOLS=create, that it has them but libmerge's pool cannot
 // be made (cudaMemPoolCreate fails). Tests use them to cover the fallbacks.
+// (Read at every allocation: one getenv, no string built.)
 inline const char* no_memory_pools_setting() {
   const char* off = std::getenv("LIBMERGE_NO_MEMORY_POOLS");
-  return off != nullptr && *off != '\0' && std::string(off) != "0" ? off : nullptr;
+  return off != nullptr && *off != '\0' && *off != '0' ? off : nullptr;
 }
-inline bool pool_creation_refused() {
-  const char* off = no_memory_pools_setting();
-  return off != nullptr && std::string(off) == "create";
+inline bool refuses_pool_creation(const char* setting) {
+  return setting != nullptr && std::strcmp(setting, "create") == 0;
 }
 
 // libmerge's own stream-ordered memory pool, one per device and context, made
@@ -108,7 +109,7 @@ inline cudaMemPool_t memory_pool(int device) {
   cudaMemPool_t pool{};
   int no = 0;
   std::uint64_t keep = pool_keep_bytes();
-  if (pool_creation_refused() || cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
+  if (refuses_pool_creation(no_memory_pools_setting()) || cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
     cudaGetLastError();
     pool = nullptr;
   } else if (cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &no) != cudaSuccess ||
@@ -126,7 +127,8 @@ inline cudaMemPool_t memory_pool(int device) {
 // Whether a device has stream-ordered memory pools (LIBMERGE_NO_MEMORY_POOLS
 // above).
 inline bool has_memory_pools(int device) {
-  if (no_memory_pools_setting() != nullptr && !pool_creation_refused()) return false;
+  const char* off = no_memory_pools_setting();
+  if (off != nullptr && !refuses_pool_creation(off)) return false;
   int supported = 0;
   check_cuda(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device), "temporary storage",
              "cudaDeviceGetAttribute(MemoryPoolsSupported)");
