@@ -41,13 +41,17 @@ inline constexpr int scan_threads = 256;
 // merge's time on an H200 (docs/results/h200-merge-checked-scan.txt).
 template <class T>
 inline constexpr int scan_items = sizeof(T) >= 32 ? 1 : (sizeof(T) >= 8 ? static_cast<int>(32 / sizeof(T)) : 8);
+// Elements of the input a CTA compares a step (the kernel's stride unit, and
+// the launch's divisor).
+template <class T>
+inline constexpr index_t scan_tile = static_cast<index_t>(scan_threads) * scan_items<T>;
 
 template <class It, class Comp>
 __global__ void __launch_bounds__(scan_threads)
     first_descent_kernel(It first, index_t n, Comp comp, unsigned long long* at) {
   using T = typename std::iterator_traits<It>::value_type;
   constexpr int items = scan_items<T>;
-  const index_t tile = static_cast<index_t>(scan_threads) * items;
+  constexpr index_t tile = scan_tile<T>;
   for (index_t base = static_cast<index_t>(blockIdx.x) * tile; base < n;
        base += static_cast<index_t>(gridDim.x) * tile) {
     // (element k of the thread: base + k x scan_threads + threadIdx.x, so that
@@ -97,7 +101,7 @@ struct backend_impl<algo::precondition, backend::cuda> {
     check_cuda(cudaMemsetAsync(d_at, 0xff, sizeof(unsigned long long), stream), algorithm,
                "cudaMemsetAsync (the checked call's scan)");
     using D = std::decay_t<decltype(d)>;
-    const index_t tile = static_cast<index_t>(scan_threads) * scan_items<typename std::iterator_traits<D>::value_type>;
+    const index_t tile = scan_tile<typename std::iterator_traits<D>::value_type>;
     const index_t blocks = std::min<index_t>((n + tile - 1) / tile, static_cast<index_t>(dev.sms) * 8);
     launch_with(nullptr, first_descent_kernel<D, Comp>, blocks, scan_threads, 0, stream,
                 algorithm, "launch of the checked call's sortedness scan", d, n, comp, d_at);
