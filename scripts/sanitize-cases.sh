@@ -71,16 +71,15 @@ export -f run_case
 GPUS=
 case ${SANITIZE_GPUS:-} in
   '') ;;
-  *[!0-9,]* | *,,* | ,* | *,) echo "SANITIZE_GPUS: a number or a comma-separated list of GPUs, got '$SANITIZE_GPUS'" >&2; exit 2 ;;
+  *[!0-9,]* | *,,* | ,* | *, | 0) echo "SANITIZE_GPUS: a number or a comma-separated list of GPUs, got '$SANITIZE_GPUS'" >&2; exit 2 ;;
   *,*) GPUS=$SANITIZE_GPUS ;;
-  0) echo "SANITIZE_GPUS: a number or a comma-separated list of GPUs, got '$SANITIZE_GPUS'" >&2; exit 2 ;;
   *) GPUS=$(seq -s, 0 $((SANITIZE_GPUS - 1))) ;;
 esac
 export TOOL LIMIT LOG GPUS
 : >> "$LOG/$TOOL-cases.txt"  # (every case may have been skipped)
 # (each line numbered, from 0, for its GPU)
 awk '{ printf "%d\t%s\n", NR - 1, $0 }' "$list" |
-  xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'IFS=$(printf "\t") read -r i b c <<< "$0"; run_case "$i" "$b" "$c"' 
+  xargs -r -d '\n' -P "$JOBS" -n 1 bash -c 'IFS=$(printf "\t") read -r i b c <<< "$0"; run_case "$i" "$b" "$c"'
 awk -F '\t' '{ if ($3 == 0) p++; else if ($3 == 124 || $3 == 137) t++; else f++ } END { printf "%s: %d cases passed, %d failed, %d out of time\n", ENVIRON["TOOL"], p, f, t }' \
   "$LOG/$TOOL-cases.txt" | tee -a "$LOG/$TOOL-cases.txt"
 rm -f "$list"
