@@ -790,7 +790,132 @@ void merge_pieces(rank_state<K, V>& s, const call_plan& plan, const piece_plan& 
   }
 }
 
-// The sort of every shard this process drives (one per local rank of t).
+// The phase marks of a call (null: none), recorded on each local rank's
+// stream or on those `on` gives.
+template <class Transport>
+struct phase_marker {
+  Transport& t;
+  phase_marks* marks;
+  device_scope& scope;
+  const char* algorithm;
+  void operator()(int phase, const std::vector<cudaStream_t>* on = nullptr) const {
+    if (marks == nullptr) return;
+    for (int i = 0; i < t.local_count(); ++i) {
+      scope.set(t.local(i).device, algorithm);
+      const std::size_t u = static_cast<std::size_t>(i);
+      check_cuda(cudaEventRecord(marks->events[u][static_cast<std::size_t>(phase)],
+                                 on != nullptr ? (*on)[u] : t.local(i).stream),
+                 algorithm, "cudaEventRecord (phase mark)");
+    }
+  }
+};
+
+// One rank in all: the single-GPU sort, nothing to exchange.
+template <bool WithValues, class K, class V, class Transport, class Comp>
+void sort_alone(Transport& t, const shard_view<K, V>& sh, Comp comp, device_scope& scope,
+                const phase_marker<Transport>& mark, const char* algorithm) {
+  scope.set(t.local(0).device, algorithm);
+  const auto par = cuda::par.on(t.local(0).stream);
+  if constexpr (WithValues) {
+    libmerge::merge_sort_by_key(par, sh.keys, sh.keys + sh.n, sh.vals, comp);
+  } else {
+    libmerge::merge_sort(par, sh.keys, sh.keys + sh.n, comp);
+  }
+  for (int phase = 1; phase <= 4; ++phase) mark(phase);
+  t.wait_all();
+}
+
+// What step 2 hands the search: each local rank's status, length, runs (its
+// shard where its buffers failed: in range, and its status makes every rank
+// throw) and every rank's lengths as it holds them on its device.
+template <class K>
+struct local_runs {
+  std::vector<long long> status, lengths;
+  std::vector<const K*> keys;
+  std::vector<const long long*> all_lengths;
+};
+
+// 2. The local sorts, into each rank's runs.
+template <bool WithValues, class K, class V, class Comp>
+local_runs<K> sort_locally(std::vector<rank_state<K, V>>& st, int world, const call_plan& plan, Comp comp,
+                           const char* algorithm) {
+  local_runs<K> r;
+  for (rank_state<K, V>& s : st) {
+    s.search.runs = plan.runs;
+    s.search.chunks = plan.chunks;
+    s.search.taper = plan.taper;
+    r.status.push_back(sort_rank<WithValues>(s, world, plan, comp, algorithm));
+    r.lengths.push_back(static_cast<long long>(s.shard.n));
+    r.keys.push_back(s.keys != nullptr ? s.keys : s.shard.keys);
+    r.all_lengths.push_back(&s.header_all[0].n);
+  }
+  return r;
+}
+
+// 3. The splitters, and every rank's cuts and status copied to `splits` on
+// the host (wait 2).
+template <class K, class V, class Transport, class Comp>
+void find_cuts(Transport& t, std::vector<rank_state<K, V>>& st, const local_runs<K>& r, const cut_matrix& m,
+               long long* splits, long long longest, Comp comp, device_scope& scope, const char* algorithm) {
+  const std::size_t W = static_cast<std::size_t>(m.world);
+  std::vector<splitter_buffers<K>> bufs;
+  for (rank_state<K, V>& s : st) bufs.push_back(s.search);
+  find_splitters(t, bufs, r.keys, r.lengths, r.status, r.all_lengths,
+                 static_cast<int>(sizeof(header) / sizeof(long long)), longest, comp,
+                 [&](int i) { scope.set(st[static_cast<std::size_t>(i)].device, algorithm); }, algorithm);
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    scope.set(st[i].device, algorithm);
+    check_cuda(cudaMemcpyAsync(splits + i * W * m.stride(), st[i].search.splits_all,
+                               W * m.stride() * sizeof(long long), cudaMemcpyDeviceToHost, st[i].stream),
+               algorithm, "cudaMemcpyAsync (cuts)");
+  }
+  t.wait_all();
+}
+
+// 4. The exchange, a round a chunk on each rank's exchange stream, and 5.
+// the merge of each chunk on the rank's stream once it has arrived: chunk c
+// merges while chunk c + 1 travels. Then every rank past its merges, or
+// none returns: a word all-reduced behind them. A rank whose merge fails to
+// queue (its temporary storage) throws and restores its own elements
+// (restore_shard); without this its peers, done already, would keep results
+// that hold some of its elements, while it holds them too. With it they
+// wait here for the failed rank, fail (its abort, or their deadline) and
+// restore theirs from their runs, which the merges only read. (About 20 us;
+// where one thread drives every rank, sort_shards' catch restores them all
+// anyway.) Then the wait for the end (wait 3).
+template <bool WithValues, class K, class V, class Transport, class Comp>
+void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
+                        const call_plan& plan, Comp comp, device_scope& scope, const phase_marker<Transport>& mark,
+                        const char* algorithm) {
+  std::vector<piece_plan> pp;
+  std::vector<cudaStream_t> exchange_streams;
+  for (rank_state<K, V>& s : st) {
+    scope.set(s.device, algorithm);
+    pp.push_back(plan_pieces(s.rank, m, all, slot_margin<K, V, WithValues>()));
+    open_exchange(s, plan.chunks, algorithm);
+    exchange_streams.push_back(s.exchange_stream);
+  }
+  for (int c = 0; c < plan.chunks; ++c) {
+    exchange_pieces<WithValues>(t, st, all, m, pp, c);
+    if (c + 1 == plan.chunks) mark(3, &exchange_streams);
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      scope.set(st[i].device, algorithm);
+      merge_pieces<WithValues>(st[i], plan, pp[i], c, comp, algorithm);
+    }
+  }
+  std::vector<const unsigned long long*> done_send;
+  std::vector<unsigned long long*> done_all;
+  for (rank_state<K, V>& s : st) {
+    done_send.push_back(s.done_send);
+    done_all.push_back(s.done_all);
+  }
+  t.allreduce_sum(done_send, done_all, 1);
+  mark(4);
+  t.wait_all();
+}
+
+// The sort of every shard this process drives (one per local rank of t):
+// the steps at the top of this file, each a function above.
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp comp, const char* algorithm,
                  phase_marks* marks = nullptr, int chunks = 0, double taper = 0) {
@@ -803,32 +928,9 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   const int local = t.local_count();
   const int world = t.world();
   device_scope scope;
-  // (on the ranks' own streams, or on those `on` gives)
-  auto mark = [&](int phase, const std::vector<cudaStream_t>* on = nullptr) {
-    if (marks == nullptr) return;
-    for (int i = 0; i < local; ++i) {
-      scope.set(t.local(i).device, algorithm);
-      const std::size_t u = static_cast<std::size_t>(i);
-      check_cuda(cudaEventRecord(marks->events[u][static_cast<std::size_t>(phase)],
-                                 on != nullptr ? (*on)[u] : t.local(i).stream),
-                 algorithm, "cudaEventRecord (phase mark)");
-    }
-  };
+  const phase_marker<Transport> mark{t, marks, scope, algorithm};
   mark(0);
-  // One rank: the single-GPU sort, nothing to exchange.
-  if (world == 1 && shards.size() == 1) {
-    const shard_view<K, V>& sh = shards[0];
-    scope.set(t.local(0).device, algorithm);
-    const auto par = cuda::par.on(t.local(0).stream);
-    if constexpr (WithValues) {
-      libmerge::merge_sort_by_key(par, sh.keys, sh.keys + sh.n, sh.vals, comp);
-    } else {
-      libmerge::merge_sort(par, sh.keys, sh.keys + sh.n, comp);
-    }
-    for (int phase = 1; phase <= 4; ++phase) mark(phase);
-    t.wait_all();
-    return;
-  }
+  if (world == 1 && shards.size() == 1) return sort_alone<WithValues>(t, shards[0], comp, scope, mark, algorithm);
 
   // A rank's record of cuts, status and width: sized for the most runs and
   // chunks a call can take (plan_call comes after the headers).
@@ -839,14 +941,12 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
                     reinterpret_cast<header*>(staging.data() + L * sizeof(header)),
                     reinterpret_cast<long long*>(staging.data() + L * sizeof(header) + L * W * sizeof(header))};
   std::vector<rank_state<K, V>> st(L);
-  for (int i = 0; i < local; ++i) {
-    rank_state<K, V>& s = st[static_cast<std::size_t>(i)];
-    s.device = t.local(i).device;
-    s.rank = t.local(i).rank;
-    s.stream = t.local(i).stream;
-    const shard_view<K, V>* shard = static_cast<std::size_t>(i) < shards.size() && shards.size() == L
-                                        ? &shards[static_cast<std::size_t>(i)]
-                                        : nullptr;
+  for (std::size_t i = 0; i < L; ++i) {
+    rank_state<K, V>& s = st[i];
+    s.device = t.local(static_cast<int>(i)).device;
+    s.rank = t.local(static_cast<int>(i)).rank;
+    s.stream = t.local(static_cast<int>(i)).stream;
+    const shard_view<K, V>* shard = i < shards.size() && shards.size() == L ? &shards[i] : nullptr;
     prepare_rank<WithValues, K, V, Comp>(s, shard, h.send[i], world, algorithm);
   }
 
@@ -875,82 +975,13 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   // From the local sort on, the shard is the sort's scratch: whatever fails
   // after it, each rank gets its own elements back, sorted (restore_shard).
   try {
-    // 2. Local sorts, into each rank's runs.
-    std::vector<long long> status, lengths;
-    std::vector<const K*> keys;
-    std::vector<const long long*> all_lengths;
-    for (rank_state<K, V>& s : st) {
-      s.search.runs = plan.runs;
-      s.search.chunks = plan.chunks;
-      s.search.taper = plan.taper;
-      status.push_back(sort_rank<WithValues>(s, world, plan, comp, algorithm));
-      lengths.push_back(static_cast<long long>(s.shard.n));
-      // (A rank whose buffers failed searches its shard: in range, and its
-      // status makes every rank throw.)
-      keys.push_back(s.keys != nullptr ? s.keys : s.shard.keys);
-      all_lengths.push_back(&s.header_all[0].n);
-    }
+    const local_runs<K> runs = sort_locally<WithValues>(st, world, plan, comp, algorithm);
     mark(1);
-
-    // 3. Splitters, and every rank's cuts and status to every host (wait 2).
     const cut_matrix m{h.splits, world, plan.runs, plan.chunks};
-    collective([&] {
-      std::vector<splitter_buffers<K>> bufs;
-      for (rank_state<K, V>& s : st) bufs.push_back(s.search);
-      find_splitters(t, bufs, keys, lengths, status, all_lengths, static_cast<int>(sizeof(header) / sizeof(long long)),
-                     longest, comp, [&](int i) { scope.set(st[static_cast<std::size_t>(i)].device, algorithm); },
-                     algorithm);
-      for (std::size_t i = 0; i < L; ++i) {
-        scope.set(st[i].device, algorithm);
-        check_cuda(cudaMemcpyAsync(h.splits + i * W * m.stride(), st[i].search.splits_all,
-                                   W * m.stride() * sizeof(long long), cudaMemcpyDeviceToHost, st[i].stream),
-                   algorithm, "cudaMemcpyAsync (cuts)");
-      }
-      t.wait_all();
-    });
+    collective([&] { find_cuts(t, st, runs, m, h.splits, longest, comp, scope, algorithm); });
     check_cuts(st, all, m, algorithm);
     mark(2);
-
-    // 4. Exchange, a round a chunk on each rank's exchange stream, and 5.
-    // the merge of each chunk on the rank's stream once it has arrived:
-    // chunk c merges while chunk c + 1 travels. Then wait for the end
-    // (wait 3).
-    collective([&] {
-      std::vector<piece_plan> pp;
-      std::vector<cudaStream_t> exchange_streams;
-      for (rank_state<K, V>& s : st) {
-        scope.set(s.device, algorithm);
-        pp.push_back(plan_pieces(s.rank, m, all, slot_margin<K, V, WithValues>()));
-        open_exchange(s, plan.chunks, algorithm);
-        exchange_streams.push_back(s.exchange_stream);
-      }
-      for (int c = 0; c < plan.chunks; ++c) {
-        exchange_pieces<WithValues>(t, st, all, m, pp, c);
-        if (c + 1 == plan.chunks) mark(3, &exchange_streams);
-        for (std::size_t i = 0; i < L; ++i) {
-          scope.set(st[i].device, algorithm);
-          merge_pieces<WithValues>(st[i], plan, pp[i], c, comp, algorithm);
-        }
-      }
-      // Every rank past its merges, or none returns: a word all-reduced
-      // behind them. A rank whose merge fails to queue (its temporary
-      // storage) throws and restores its own elements (restore_shard);
-      // without this its peers, done already, would keep results that hold
-      // some of its elements, while it holds them too. With it they wait
-      // here for the failed rank, fail (its abort, or their deadline) and
-      // restore theirs from their runs, which the merges only read. (About
-      // 20 us; where one thread drives every rank, the catch below restores
-      // them all anyway.)
-      std::vector<const unsigned long long*> done_send;
-      std::vector<unsigned long long*> done_all;
-      for (rank_state<K, V>& s : st) {
-        done_send.push_back(s.done_send);
-        done_all.push_back(s.done_all);
-      }
-      t.allreduce_sum(done_send, done_all, 1);
-      mark(4);
-      t.wait_all();
-    });
+    collective([&] { exchange_and_merge<WithValues>(t, st, all, m, plan, comp, scope, mark, algorithm); });
   } catch (...) {
     for (rank_state<K, V>& s : st) restore_shard<WithValues>(s, comp);
     throw;
