@@ -35,150 +35,203 @@
 // sort/runs.cuh serves the sort across GPUs.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "sort/plan.cuh"
 
 namespace libmerge::detail::cuda_backend {
 
-// MaxWays = 4: 4-way passes for n >= 2^FourWayLog2 (2-way ones below).
-template <class BsBox, class Box, int MaxWays, int FourWayLog2, class Policy, class K, class V, bool WithValues,
-          bool Indices, class ValsIn, class Comp>
-void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
-                       Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {
-  const int max_ways = MaxWays == 4 && n >= (index_t(1) << FourWayLog2) ? 4 : 2;
-  static_assert((BsBox::nt & (BsBox::nt - 1)) == 0,
-                "libmerge::merge_sort: the block-sort launch box needs a power-of-two nt (cub::BlockMergeSort)");
-  const index_t block_tiles = (n + BsBox::nv - 1) / BsBox::nv;
-  const int final_buffer = into != nullptr ? 1 : 0;
+// The passes of a sort of n keys (plan_passes), the block sort's grid and
+// where it writes: for the sort across GPUs' two runs (into->two_runs), the
+// last merge level is left out where that saves a pass.
+struct sort_shape {
+  std::vector<pass_plan> passes;
+  int levels = 0;        // merge levels the passes make
+  int num_passes = 0;
+  int final_buffer = 0;  // 1: the data ends in `into`, the runs buffer
+  int first_buffer = 0;  // where the block sort writes (plan_passes)
+  int max_ways = 2;
+  index_t block_tiles = 0, max_tiles = 0;
+};
+
+template <class BsBox, class Box, int MaxWays, int FourWayLog2, class K, class V>
+sort_shape shape_sort(index_t n, const runs_target<K, V>* into, const char* algorithm) {
+  sort_shape s;
+  s.max_ways = MaxWays == 4 && n >= (index_t(1) << FourWayLog2) ? 4 : 2;
+  s.block_tiles = (n + BsBox::nv - 1) / BsBox::nv;
+  s.final_buffer = into != nullptr ? 1 : 0;
   const int all_levels = merge_levels(n, BsBox::nv);
-  std::vector<pass_plan> passes = plan_passes(n, BsBox::nv, Box::nv, max_ways, all_levels, final_buffer);
-  int levels = all_levels;
+  s.passes = plan_passes(n, BsBox::nv, Box::nv, s.max_ways, all_levels, s.final_buffer);
+  s.levels = all_levels;
   if (into != nullptr && into->two_runs && all_levels > 0) {
-    std::vector<pass_plan> fewer = plan_passes(n, BsBox::nv, Box::nv, max_ways, all_levels - 1, final_buffer);
-    if (fewer.size() < passes.size()) {
-      passes.swap(fewer);
-      levels = all_levels - 1;
+    std::vector<pass_plan> fewer = plan_passes(n, BsBox::nv, Box::nv, s.max_ways, all_levels - 1, s.final_buffer);
+    if (fewer.size() < s.passes.size()) {
+      s.passes.swap(fewer);
+      s.levels = all_levels - 1;
     }
   }
-  const int num_passes = static_cast<int>(passes.size());
-  const int first_buffer = (num_passes + final_buffer) % 2;  // where the block sort writes (plan_passes)
-  index_t max_tiles = 0;
-  for (const auto& p : passes) max_tiles = std::max(max_tiles, p.launch_tiles);
-  if (block_tiles > max_grid_ctas || max_tiles > max_grid_ctas / 32) {
+  s.num_passes = static_cast<int>(s.passes.size());
+  s.first_buffer = (s.num_passes + s.final_buffer) % 2;
+  for (const auto& p : s.passes) s.max_tiles = std::max(s.max_tiles, p.launch_tiles);
+  if (s.block_tiles > max_grid_ctas || s.max_tiles > max_grid_ctas / 32) {
     throw std::invalid_argument(std::string("libmerge::") + algorithm +
                                 ": input too large for one grid with this launch box");
   }
+  return s;
+}
 
-  using types = block_sort_types<BsBox, K, V, WithValues, Indices>;
-  using layout = merge_layout<K, V, WithValues, Box::nv>;
-  auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp>;
-  auto pass2 = pass_kernel<Box, 2, K, V, WithValues, Comp>;
-  // Without 4-way passes the 2-way kernel stands in (never launched as such).
-  auto pass4 = pass_kernel<Box, MaxWays, K, V, WithValues, Comp>;
-  const std::size_t bs_smem = sizeof(typename types::temp_storage);
-  prepare_shared_memory(bs_kernel, bs_smem, dev, BsBox::nt, BsBox::vt, algorithm);
-  constexpr std::size_t pass_smem = layout::bytes;
-  if (num_passes > 0) {
-    prepare_shared_memory(pass2, pass_smem, dev, Box::nt, Box::vt, algorithm);
-    if constexpr (MaxWays == 4) prepare_shared_memory(pass4, pass_smem, dev, Box::nt, Box::vt, algorithm);
-  }
+// The sort's one allocation, carved: the scratch copy of keys and values,
+// the flags, the tile descriptors of the largest pass and, for 4-way passes,
+// the pair samples and the run samples. Taken before anything runs, so a
+// failed allocation leaves the caller's data as it was.
+template <class Allocator, class K, class V>
+struct sort_memory {
+  std::size_t bytes = 0;
+  index_t max_samples = 0;  // pair samples (4-way passes)
+  std::optional<temporary_storage<Allocator>> temp;
+  sort_buffers<K, V> buf{};
+  sort_flags flags{};
+  void* descs = nullptr;
+  index_t* samples = nullptr;
+  K* sample_keys = nullptr;
+  K* run_samples = nullptr;
+};
 
-  // One allocation: the scratch copy of keys and values, the flags, the tile
-  // descriptors of the largest pass and the pair samples. Taken before anything runs, so a failed
-  // allocation leaves the caller's data as it was.
-  const cudaStream_t stream = policy.stream();
-  const std::size_t scratch_keys = num_passes > 0 && into == nullptr ? bytes_of<K>(n) : 0;
-  const std::size_t scratch_vals = num_passes > 0 && into == nullptr && WithValues ? bytes_of<V>(n) : 0;
-  const std::size_t flag_bytes = align_up(sort_flags::bytes(num_passes), 256);
+template <class BsBox, class Box, bool WithValues, class Policy, class K, class V>
+void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const Policy& policy, const sort_shape& s,
+                   K* keys, index_t n, V* vals, const runs_target<K, V>* into, const char* algorithm) {
+  const bool four = s.max_ways == 4;
+  const std::size_t scratch_keys = s.num_passes > 0 && into == nullptr ? bytes_of<K>(n) : 0;
+  const std::size_t scratch_vals = s.num_passes > 0 && into == nullptr && WithValues ? bytes_of<V>(n) : 0;
+  const std::size_t flag_bytes = align_up(sort_flags::bytes(s.num_passes), 256);
   // Tile descriptors: one for every CTA of the largest pass grid.
   const std::size_t desc_bytes =
-      align_up((max_ways == 4 ? sizeof(tile_desc<4>) : sizeof(tile_desc<2>)) * static_cast<std::size_t>(max_tiles), 256);
+      align_up((four ? sizeof(tile_desc<4>) : sizeof(tile_desc<2>)) * static_cast<std::size_t>(s.max_tiles), 256);
   // 4-way passes: the pair samples, groups * 2 * (ceil(2w / nv) + 1) of them
   // for runs of w, which is at most 5 n / nv + n / bs_nv + 4 for any w from a
   // block-sort tile up (+ 8: the rounding of both quotients; over run
   // samples as many), and the run samples, every sample_every-th key.
-  const index_t max_samples =
-      max_ways == 4 ? 5 * ((n + Box::nv - 1) / Box::nv) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
-  const std::size_t sample_bytes = align_up(sizeof(index_t) * static_cast<std::size_t>(max_samples), 256);
-  const std::size_t sample_key_bytes = align_up(2 * sizeof(K) * static_cast<std::size_t>(max_samples), 256);
-  const index_t run_sample_count = max_ways == 4 ? (n + sample_every - 1) / sample_every : 0;
+  m.max_samples = four ? 5 * ((n + Box::nv - 1) / Box::nv) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
+  const std::size_t sample_bytes = align_up(sizeof(index_t) * static_cast<std::size_t>(m.max_samples), 256);
+  const std::size_t sample_key_bytes = align_up(2 * sizeof(K) * static_cast<std::size_t>(m.max_samples), 256);
+  const index_t run_sample_count = four ? (n + sample_every - 1) / sample_every : 0;
   const std::size_t run_sample_bytes = align_up(sizeof(K) * static_cast<std::size_t>(run_sample_count), 256);
-  const std::size_t temp_bytes =
-      scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes + sample_key_bytes + run_sample_bytes;
-  temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
-  unsigned char* t = temp.template as<unsigned char>();
-  const sort_buffers<K, V> buf = into != nullptr
-                                     ? sort_buffers<K, V>{keys, into->keys, vals, into->vals}
-                                     : sort_buffers<K, V>{keys, reinterpret_cast<K*>(t), vals,
-                                                          reinterpret_cast<V*>(t + scratch_keys)};
-  unsigned char* flag_memory = t + scratch_keys + scratch_vals;
-  const sort_flags flags = sort_flags::at(flag_memory, num_passes);
-  void* descs = t + scratch_keys + scratch_vals + flag_bytes;
-  auto* samples = reinterpret_cast<index_t*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes);
-  auto* sample_keys = reinterpret_cast<K*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes);
-  K* run_samples = max_ways == 4 ? reinterpret_cast<K*>(t + scratch_keys + scratch_vals + flag_bytes + desc_bytes +
-                                                        sample_bytes + sample_key_bytes)
-                                 : nullptr;
+  m.bytes = scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes + sample_key_bytes + run_sample_bytes;
+  m.temp.emplace(policy.allocator(), policy.stream(), m.bytes, algorithm);
+  unsigned char* t = m.temp->template as<unsigned char>();
+  m.buf = into != nullptr ? sort_buffers<K, V>{keys, into->keys, vals, into->vals}
+                          : sort_buffers<K, V>{keys, reinterpret_cast<K*>(t), vals,
+                                               reinterpret_cast<V*>(t + scratch_keys)};
+  t += scratch_keys + scratch_vals;
+  m.flags = sort_flags::at(t, s.num_passes);
+  m.descs = t + flag_bytes;
+  m.samples = reinterpret_cast<index_t*>(t + flag_bytes + desc_bytes);
+  m.sample_keys = reinterpret_cast<K*>(t + flag_bytes + desc_bytes + sample_bytes);
+  m.run_samples = four ? reinterpret_cast<K*>(t + flag_bytes + desc_bytes + sample_bytes + sample_key_bytes) : nullptr;
+}
 
-  launch_sortedness(static_cast<const K*>(keys), n, static_cast<index_t>(BsBox::nv), flags, num_passes, comp, stream,
-                    dev, algorithm, run_samples);
-  launch(bs_kernel, block_tiles, BsBox::nt, bs_smem, stream, true, dev, algorithm, "block_sort_kernel", buf, vals_in,
-         n, first_buffer, flags, comp, run_samples);
-  const sort_buffers<K, char> key_buf{buf.keys0, buf.keys1, nullptr, nullptr};
-  for (int p = 0; p < num_passes; ++p) {
-    const pass_plan& s = passes[p];
-    // Each 4-way pass samples its output for the next pass's partition (the
-    // last one has none to feed); the first pass's samples come from the
-    // block sort or the sortedness read. A 2-way pass writes none (the sample
-    // code made the 2-way kernels of int64 keys spill), and a pass skipped on
-    // the device leaves the samples of the data it did not move: so after a
-    // 2-way first pass (an odd level count) no pass partitions on samples,
-    // or a 4-way pass after a skipped one would read the block sort's.
-    const bool sampled = passes[0].ways == 4;
-    K* next_samples = sampled && p + 1 < num_passes ? run_samples : nullptr;
-    const K* my_samples = sampled ? run_samples : nullptr;
-    const index_t part_blocks = (s.launch_tiles + partition_tiles - 1) / partition_tiles;
-    if (s.ways == 2) {
-      auto* d = static_cast<tile_desc<2>*>(descs);
+// Step 3, the merge passes: for each, its partition (and for a 4-way pass
+// its pair samples first), then its pass kernel.
+template <class Box, int MaxWays, class K, class V, bool WithValues, class Allocator, class Comp>
+void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, index_t n, Comp comp,
+                   cudaStream_t stream, const device_info& dev, const char* algorithm) {
+  constexpr std::size_t pass_smem = merge_layout<K, V, WithValues, Box::nv>::bytes;
+  const sort_buffers<K, char> key_buf{m.buf.keys0, m.buf.keys1, nullptr, nullptr};
+  // Each 4-way pass samples its output for the next pass's partition (the
+  // last one has none to feed); the first pass's samples come from the
+  // block sort or the sortedness read. A 2-way pass writes none (the sample
+  // code made the 2-way kernels of int64 keys spill), and a pass skipped on
+  // the device leaves the samples of the data it did not move: so after a
+  // 2-way first pass (an odd level count) no pass partitions on samples,
+  // or a 4-way pass after a skipped one would read the block sort's.
+  const bool sampled = s.num_passes > 0 && s.passes[0].ways == 4;
+  for (int p = 0; p < s.num_passes; ++p) {
+    const pass_plan& pass = s.passes[static_cast<std::size_t>(p)];
+    K* next_samples = sampled && p + 1 < s.num_passes ? m.run_samples : nullptr;
+    const K* my_samples = sampled ? m.run_samples : nullptr;
+    const index_t part_blocks = (pass.launch_tiles + partition_tiles - 1) / partition_tiles;
+    if (pass.ways == 2) {
+      auto* d = static_cast<tile_desc<2>*>(m.descs);
       launch(pass_partition_kernel<2, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, d,
+             "pass_partition_kernel", key_buf, n, pass, static_cast<index_t>(Box::nv), p, m.flags, d,
              static_cast<const index_t*>(nullptr), static_cast<const K*>(nullptr), static_cast<const K*>(nullptr),
              comp);
-      launch(pass2, s.launch_tiles, Box::nt, pass_smem, stream, true, dev, algorithm, "pass_kernel", buf, p, flags,
-             static_cast<const tile_desc<2>*>(d), comp, static_cast<K*>(nullptr));
+      launch(pass_kernel<Box, 2, K, V, WithValues, Comp>, pass.launch_tiles, Box::nt, pass_smem, stream, true, dev,
+             algorithm, "pass_kernel", m.buf, p, m.flags, static_cast<const tile_desc<2>*>(d), comp,
+             static_cast<K*>(nullptr));
     } else if constexpr (MaxWays == 4) {
-      auto* d = static_cast<tile_desc<4>*>(descs);
-      launch(pair_sample_kernel<K, Comp>, (max_samples + sample_threads - 1) / sample_threads, sample_threads, 0,
-             stream, true, dev, algorithm, "pair_sample_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p,
-             flags, samples, sample_keys, my_samples, comp);
+      auto* d = static_cast<tile_desc<4>*>(m.descs);
+      launch(pair_sample_kernel<K, Comp>, (m.max_samples + sample_threads - 1) / sample_threads, sample_threads, 0,
+             stream, true, dev, algorithm, "pair_sample_kernel", key_buf, n, pass, static_cast<index_t>(Box::nv), p,
+             m.flags, m.samples, m.sample_keys, my_samples, comp);
       launch(pass_partition_kernel<4, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, s, static_cast<index_t>(Box::nv), p, flags, d,
-             static_cast<const index_t*>(samples), static_cast<const K*>(sample_keys), my_samples, comp);
-      launch(pass4, s.launch_tiles, Box::nt, pass_smem, stream, true, dev, algorithm, "pass_kernel", buf, p, flags,
-             static_cast<const tile_desc<4>*>(d), comp, next_samples);
+             "pass_partition_kernel", key_buf, n, pass, static_cast<index_t>(Box::nv), p, m.flags, d,
+             static_cast<const index_t*>(m.samples), static_cast<const K*>(m.sample_keys), my_samples, comp);
+      launch(pass_kernel<Box, 4, K, V, WithValues, Comp>, pass.launch_tiles, Box::nt, pass_smem, stream, true, dev,
+             algorithm, "pass_kernel", m.buf, p, m.flags, static_cast<const tile_desc<4>*>(d), comp, next_samples);
     }
   }
-  if (num_passes > 0 || into != nullptr) {
+}
+
+// LIBMERGE_DEBUG=1: the plan of a sort, on stderr.
+template <class BsBox, class Box, class Policy, class BsKernel, class PassKernel>
+void print_sort_plan(const device_info& dev, const char* algorithm, const sort_shape& s, std::size_t temp_bytes,
+                     BsKernel bs_kernel, std::size_t bs_smem, PassKernel pass_kernel, std::size_t pass_smem) {
+  const bool tuned = std::is_same_v<typename Policy::box_type, tuned_launch_box>;
+  print_plan<BsBox>(dev, algorithm, "block sort", kernel_arch(reinterpret_cast<const void*>(bs_kernel), dev, algorithm),
+                    tuned, s.block_tiles, temp_bytes, bs_smem);
+  if (s.num_passes == 0) return;
+  std::fprintf(stderr, "libmerge::%s: %d merge passes:", algorithm, s.num_passes);
+  for (const auto& p : s.passes) {
+    std::fprintf(stderr, " %d-way of width %lld,", p.ways, static_cast<long long>(p.scale * BsBox::nv));
+  }
+  std::fprintf(stderr, " (widths from the block-sort tile; sorted runs of more start the passes at their width)");
+  std::fprintf(stderr, "\n");
+  print_plan<Box>(dev, algorithm, "merge passes", kernel_arch(reinterpret_cast<const void*>(pass_kernel), dev, algorithm),
+                  tuned, s.max_tiles, temp_bytes, pass_smem);
+}
+
+// The sort, stage by stage (the top of this file). MaxWays = 4: 4-way passes
+// for n >= 2^FourWayLog2 (2-way ones below).
+template <class BsBox, class Box, int MaxWays, int FourWayLog2, class Policy, class K, class V, bool WithValues,
+          bool Indices, class ValsIn, class Comp>
+void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
+                       Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {
+  static_assert((BsBox::nt & (BsBox::nt - 1)) == 0,
+                "libmerge::merge_sort: the block-sort launch box needs a power-of-two nt (cub::BlockMergeSort)");
+  const sort_shape s = shape_sort<BsBox, Box, MaxWays, FourWayLog2>(n, into, algorithm);
+  auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp>;
+  // Without 4-way passes the 2-way kernel stands in (never launched as such).
+  auto pass2 = pass_kernel<Box, 2, K, V, WithValues, Comp>;
+  auto pass4 = pass_kernel<Box, MaxWays, K, V, WithValues, Comp>;
+  const std::size_t bs_smem = sizeof(typename block_sort_types<BsBox, K, V, WithValues, Indices>::temp_storage);
+  constexpr std::size_t pass_smem = merge_layout<K, V, WithValues, Box::nv>::bytes;
+  prepare_shared_memory(bs_kernel, bs_smem, dev, BsBox::nt, BsBox::vt, algorithm);
+  if (s.num_passes > 0) {
+    prepare_shared_memory(pass2, pass_smem, dev, Box::nt, Box::vt, algorithm);
+    if constexpr (MaxWays == 4) prepare_shared_memory(pass4, pass_smem, dev, Box::nt, Box::vt, algorithm);
+  }
+  const cudaStream_t stream = policy.stream();
+  sort_memory<typename Policy::allocator_type, K, V> m;
+  allocate_sort<BsBox, Box, WithValues>(m, policy, s, keys, n, vals, into, algorithm);
+
+  launch_sortedness(static_cast<const K*>(keys), n, static_cast<index_t>(BsBox::nv), m.flags, s.num_passes, comp,
+                    stream, dev, algorithm, m.run_samples);
+  launch(bs_kernel, s.block_tiles, BsBox::nt, bs_smem, stream, true, dev, algorithm, "block_sort_kernel", m.buf,
+         vals_in, n, s.first_buffer, m.flags, comp, m.run_samples);
+  launch_passes<Box, MaxWays, K, V, WithValues>(s, m, n, comp, stream, dev, algorithm);
+  if (s.num_passes > 0 || into != nullptr) {
     launch(copy_back_kernel<K, V, WithValues>, std::min<index_t>((n + copy_threads - 1) / copy_threads, 8 * dev.sms),
-           copy_threads, 0, stream, true, dev, algorithm, "copy_back_kernel", buf, n, num_passes, first_buffer,
-           static_cast<index_t>(BsBox::nv), flags, final_buffer, index_t(1) << levels,
+           copy_threads, 0, stream, true, dev, algorithm, "copy_back_kernel", m.buf, n, s.num_passes, s.first_buffer,
+           static_cast<index_t>(BsBox::nv), m.flags, s.final_buffer, index_t(1) << s.levels,
            into != nullptr ? into->width : nullptr);
   }
   if (policy.synchronizes()) {
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
   }
-  if (!debug_enabled()) return;  // the plan below costs lookups; only for LIBMERGE_DEBUG=1
-  const bool tuned = std::is_same_v<typename Policy::box_type, tuned_launch_box>;
-  print_plan<BsBox>(dev, algorithm, "block sort", kernel_arch(reinterpret_cast<const void*>(bs_kernel), dev, algorithm),
-                    tuned, block_tiles, temp_bytes, bs_smem);
-  if (num_passes > 0) {
-    std::fprintf(stderr, "libmerge::%s: %d merge passes:", algorithm, num_passes);
-    for (const auto& s : passes) {
-      std::fprintf(stderr, " %d-way of width %lld,", s.ways, static_cast<long long>(s.scale * BsBox::nv));
-    }
-    std::fprintf(stderr, " (widths from the block-sort tile; sorted runs of more start the passes at their width)");
-    std::fprintf(stderr, "\n");
-    print_plan<Box>(dev, algorithm, "merge passes", kernel_arch(reinterpret_cast<const void*>(pass4), dev, algorithm),
-                    tuned, max_tiles, temp_bytes, pass_smem);
+  if (debug_enabled()) {  // the plan costs lookups; only for LIBMERGE_DEBUG=1
+    print_sort_plan<BsBox, Box, Policy>(dev, algorithm, s, m.bytes, bs_kernel, bs_smem, pass4, pass_smem);
   }
 }
 
