@@ -627,113 +627,118 @@ __global__ void __launch_bounds__(Box::nt)
   add_matches<Box::nt, writes_match(Type), false>(found, 0, match_counters{matches, nullptr}, tid);
 }
 
-// Launches one search (bounds::lower; the caller swaps the sides for upper)
-// with launch box Box. counts (device memory) receives the match counts; it is
-// zeroed on the stream only once nothing can fail before the kernels run.
-template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom,
-          class Policy, class AIt, class BIt, class AOut, class BOut, class Comp>
-void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
-                   BOut b_out, match_counters counters, match_counts* counts, int sparse_ratio,
-                   int quaternary_below, Comp comp, const char* algorithm) {
-  const cudaStream_t stream = policy.stream();
-  // The counts start at zero. Where tiles add matches to them, a memset must
-  // come first; a search that reports no matches has zero counts, which its
-  // one kernel writes instead (block 0): a memset is a launch of its own,
-  // the larger part of a small sparse search (H200, 256 needles in 2^20 keys:
-  // 0.0136 ms with it, against 0.0079 for the form without counts).
-  // zero_counts(grid) returns what the kernel of `grid` blocks must zero.
-  constexpr bool counts_matches = writes_match(TypeA) || writes_match(TypeB);
-  const auto zero_counts = [&](index_t grid) -> match_counts* {
-    if (counts == nullptr) return nullptr;  // sorted_equality_count counts no matches
-    if (!counts_matches && grid > 0) return counts;
-    check_cuda(cudaMemsetAsync(counts, 0, sizeof(match_counts), stream), algorithm, "cudaMemsetAsync(counts)");
-    return nullptr;
-  };
-  constexpr bool a_side = writes_output(TypeA) || AWrites == a_writes::equal_count;
-  constexpr bool b_side = writes_output(TypeB);
-  if constexpr (!a_side && !b_side) {
-    zero_counts(0);
-    return;
-  }
-  // Sparse: only one side writes and the other is much longer. The needles
-  // are the side that writes (B's results are upper bounds into A).
-  const bool sparse_a = a_side && !b_side && static_cast<double>(na) * sparse_ratio <= static_cast<double>(nb);
-  const bool sparse_b = !a_side && b_side && static_cast<double>(nb) * sparse_ratio <= static_cast<double>(na);
-  if (sparse_a || sparse_b) {
-    const index_t needles = sparse_a ? na : nb;
-    const index_t tiles = (needles + NeedleBox::nv - 1) / NeedleBox::nv;
-    if (tiles > max_grid_ctas) throw_too_many_tiles(algorithm);
-    match_counts* const zero = zero_counts(tiles);
-    // Numbers in their natural order: binary down to a window of
-    // interpolate_from needle spacings, then interpolation. Otherwise denser
-    // needles share more of each other's lines: a 4-ary search there halves
-    // the chain of dependent loads (needle_box_4: always 4-ary).
-    const index_t hay_size = sparse_a ? nb : na;
-    const double ratio = static_cast<double>(hay_size) / static_cast<double>(needles);
-    using NeedleKey = value_of<std::conditional_t<a_side, AIt, BIt>>;
-    using HayKey = value_of<std::conditional_t<a_side, BIt, AIt>>;
-    constexpr int from = interpolation_of_box<NeedleBox>::from >= 0 ? interpolation_of_box<NeedleBox>::from
-                                                                     : InterpolateFrom;
-    // Interpolation pays from quaternary_below on (H200, 2^28 int32 keys:
-    // 0.181 against 0.246 ms for 4-ary at |B|/64, 0.53 against 0.42 at |B|/16,
-    // where needles share their blocks); it replaces the binary search, whose
-    // kernel is then not instantiated.
-    constexpr bool interpolate =
-        interpolable_v<Comp, NeedleKey, HayKey> && !is_needle_box_4<NeedleBox>::value && from > 0;
-    const bool forced = is_needle_box_4<NeedleBox>::value || interpolation_of_box<NeedleBox>::from >= 0;
-    const needle_probe probe = is_needle_box_4<NeedleBox>::value || (!forced && ratio < quaternary_below)
-                                   ? needle_probe::quaternary
-                               : interpolate ? needle_probe::interpolation
-                                             : needle_probe::binary;
-    // The window: at least 64 keys (a block of the narrowest keys is 16), and
-    // never 0 (the binary phase runs while the window holds `window` keys).
-    const double wanted = static_cast<double>(from) * ratio;
-    const index_t window = wanted < 64.0 ? 64 : wanted > static_cast<double>(hay_size) ? hay_size + 1
-                                                                                        : static_cast<index_t>(wanted);
-    auto run = [&](auto index, auto how) {
-      using Index = decltype(index);
-      constexpr needle_probe P = decltype(how)::value;
-      const Index w = static_cast<Index>(window);
-      if constexpr (a_side) {
-        launch(needle_search_kernel<NeedleBox, P, false, TypeA, AWrites, Index, AIt, BIt, AOut, Comp>, tiles,
-               NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", a, na, b,
-               static_cast<Index>(nb), w, a_out, counters.a, zero, comp);
-      } else {
-        launch(needle_search_kernel<NeedleBox, P, true, TypeB, a_writes::search, Index, BIt, AIt, BOut, Comp>, tiles,
-               NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", b, nb, a,
-               static_cast<Index>(na), w, b_out, counters.b, zero, comp);
-      }
-    };
-    auto run_probe = [&](auto index) {
-      if (probe == needle_probe::quaternary) {
-        run(index, std::integral_constant<needle_probe, needle_probe::quaternary>{});
-      } else if constexpr (interpolate) {
-        run(index, std::integral_constant<needle_probe, needle_probe::interpolation>{});
-      } else {
-        run(index, std::integral_constant<needle_probe, needle_probe::binary>{});
-      }
-    };
-    // int positions (a third fewer instructions a search step) below 2^31
-    // keys, less a margin for the interpolation's block arithmetic.
-    if (hay_size < 0x7fffff00) {
-      run_probe(int{});
-    } else {
-      run_probe(index_t{});
-    }
-    if (debug_enabled()) {
-      std::fprintf(stderr, "libmerge::%s: per-needle %s search of %lld needles in %lld, nt=%d vt=%d", algorithm,
-                   probe == needle_probe::interpolation ? "interpolation"
-                   : probe == needle_probe::quaternary  ? "4-ary"
-                                                        : "binary",
-                   static_cast<long long>(needles), static_cast<long long>(hay_size), NeedleBox::nt, NeedleBox::vt);
-      if (probe == needle_probe::interpolation) {
-        std::fprintf(stderr, ", binary down to %lld keys", static_cast<long long>(window));
-      }
-      std::fprintf(stderr, "\n");
-    }
-    return;
-  }
+// The counts start at zero. Where tiles add matches to them, a memset must
+// come first; a search that reports no matches has zero counts, which its
+// one kernel writes instead (block 0): a memset is a launch of its own, the
+// larger part of a small sparse search (H200, 256 needles in 2^20 keys:
+// 0.0136 ms with it, against 0.0079 for the form without counts). Returns
+// what the kernel of `grid` blocks must zero (null: nothing).
+inline match_counts* counts_to_zero(match_counts* counts, bool counts_matches, index_t grid, cudaStream_t stream,
+                                    const char* algorithm) {
+  if (counts == nullptr) return nullptr;  // sorted_equality_count counts no matches
+  if (!counts_matches && grid > 0) return counts;
+  check_cuda(cudaMemsetAsync(counts, 0, sizeof(match_counts), stream), algorithm, "cudaMemsetAsync(counts)");
+  return nullptr;
+}
 
+// How the per-needle search probes: numbers in their natural order binary
+// down to a window of interpolate_from needle spacings, then by
+// interpolation. Otherwise denser needles share more of each other's lines:
+// a 4-ary search there halves the chain of dependent loads (needle_box_4:
+// always 4-ary). Interpolation pays from quaternary_below on (H200, 2^28
+// int32 keys: 0.181 against 0.246 ms for 4-ary at |B|/64, 0.53 against 0.42
+// at |B|/16, where needles share their blocks); it replaces the binary
+// search, whose kernel is then not instantiated (Interpolate).
+struct needle_plan {
+  needle_probe probe;
+  index_t window;  // the binary phase runs while the window holds more keys
+};
+template <class NeedleBox, int From, bool Interpolate>
+needle_plan plan_needles(index_t needles, index_t hay_size, int quaternary_below) {
+  const double ratio = static_cast<double>(hay_size) / static_cast<double>(needles);
+  const bool forced = is_needle_box_4<NeedleBox>::value || interpolation_of_box<NeedleBox>::from >= 0;
+  const needle_probe probe = is_needle_box_4<NeedleBox>::value || (!forced && ratio < quaternary_below)
+                                 ? needle_probe::quaternary
+                             : Interpolate ? needle_probe::interpolation
+                                           : needle_probe::binary;
+  // The window: at least 64 keys (a block of the narrowest keys is 16), and
+  // never 0.
+  const double wanted = static_cast<double>(From) * ratio;
+  const index_t window = wanted < 64.0 ? 64 : wanted > static_cast<double>(hay_size) ? hay_size + 1
+                                                                                      : static_cast<index_t>(wanted);
+  return {probe, window};
+}
+
+// The sparse search: one thread a needle (the side that writes; B's results
+// are upper bounds into A), a search of the other side each.
+template <class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom, bool ASide,
+          class AIt, class BIt, class AOut, class BOut, class Comp>
+void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out, BOut b_out,
+                          match_counters counters, match_counts* counts, bool counts_matches, int quaternary_below,
+                          Comp comp, cudaStream_t stream, const char* algorithm) {
+  const index_t needles = ASide ? na : nb;
+  const index_t tiles = (needles + NeedleBox::nv - 1) / NeedleBox::nv;
+  if (tiles > max_grid_ctas) throw_too_many_tiles(algorithm);
+  match_counts* const zero = counts_to_zero(counts, counts_matches, tiles, stream, algorithm);
+  const index_t hay_size = ASide ? nb : na;
+  using NeedleKey = value_of<std::conditional_t<ASide, AIt, BIt>>;
+  using HayKey = value_of<std::conditional_t<ASide, BIt, AIt>>;
+  constexpr int from =
+      interpolation_of_box<NeedleBox>::from >= 0 ? interpolation_of_box<NeedleBox>::from : InterpolateFrom;
+  constexpr bool interpolate =
+      interpolable_v<Comp, NeedleKey, HayKey> && !is_needle_box_4<NeedleBox>::value && from > 0;
+  const needle_plan plan = plan_needles<NeedleBox, from, interpolate>(needles, hay_size, quaternary_below);
+  auto run = [&](auto index, auto how) {
+    using Index = decltype(index);
+    constexpr needle_probe P = decltype(how)::value;
+    const Index w = static_cast<Index>(plan.window);
+    if constexpr (ASide) {
+      launch(needle_search_kernel<NeedleBox, P, false, TypeA, AWrites, Index, AIt, BIt, AOut, Comp>, tiles,
+             NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", a, na, b,
+             static_cast<Index>(nb), w, a_out, counters.a, zero, comp);
+    } else {
+      launch(needle_search_kernel<NeedleBox, P, true, TypeB, a_writes::search, Index, BIt, AIt, BOut, Comp>, tiles,
+             NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", b, nb, a,
+             static_cast<Index>(na), w, b_out, counters.b, zero, comp);
+    }
+  };
+  auto run_probe = [&](auto index) {
+    if (plan.probe == needle_probe::quaternary) {
+      run(index, std::integral_constant<needle_probe, needle_probe::quaternary>{});
+    } else if constexpr (interpolate) {
+      run(index, std::integral_constant<needle_probe, needle_probe::interpolation>{});
+    } else {
+      run(index, std::integral_constant<needle_probe, needle_probe::binary>{});
+    }
+  };
+  // int positions (a third fewer instructions a search step) below 2^31
+  // keys, less a margin for the interpolation's block arithmetic.
+  if (hay_size < 0x7fffff00) {
+    run_probe(int{});
+  } else {
+    run_probe(index_t{});
+  }
+  if (debug_enabled()) {
+    std::fprintf(stderr, "libmerge::%s: per-needle %s search of %lld needles in %lld, nt=%d vt=%d", algorithm,
+                 plan.probe == needle_probe::interpolation ? "interpolation"
+                 : plan.probe == needle_probe::quaternary  ? "4-ary"
+                                                           : "binary",
+                 static_cast<long long>(needles), static_cast<long long>(hay_size), NeedleBox::nt, NeedleBox::vt);
+    if (plan.probe == needle_probe::interpolation) {
+      std::fprintf(stderr, ", binary down to %lld keys", static_cast<long long>(plan.window));
+    }
+    std::fprintf(stderr, "\n");
+  }
+}
+
+// The dense search: Merge Path partitions, then a tile of both inputs a CTA
+// (search_kernel).
+template <class Box, search_type TypeA, search_type TypeB, a_writes AWrites, class Policy, class AIt, class BIt,
+          class AOut, class BOut, class Comp>
+void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb,
+                        AOut a_out, BOut b_out, match_counters counters, match_counts* counts, bool counts_matches,
+                        Comp comp, const char* algorithm) {
+  const cudaStream_t stream = policy.stream();
   using G = search_merge<AIt, BIt>;
   const G g{a, b, na, nb};
   const index_t num_tiles = (na + nb + Box::nv - 1) / Box::nv;
@@ -748,7 +753,7 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
   index_t* mp = temp.template as<index_t>();
   unsigned char* out_of_order = reinterpret_cast<unsigned char*>(mp + num_tiles + 1);
-  match_counts* const zero = zero_counts(num_tiles);
+  match_counts* const zero = counts_to_zero(counts, counts_matches, num_tiles, stream, algorithm);
   launch_partitions<bounds::lower>(g, Box::nv, num_tiles, mp, comp, stream, dev, algorithm, out_of_order);
   launch(kernel, num_tiles, Box::nt, smem, stream, true, dev, algorithm, "search_kernel", g,
          static_cast<const index_t*>(mp), static_cast<const unsigned char*>(out_of_order),
@@ -757,6 +762,35 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
     print_plan<Box>(dev, algorithm, "merge-path search",
                     kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm),
                     std::is_same_v<typename Policy::box_type, tuned_launch_box>, num_tiles, temp_bytes, smem);
+  }
+}
+
+// Launches one search (bounds::lower; the caller swaps the sides for upper)
+// with launch box Box: sparse (a thread a needle) where only one side writes
+// and the other is sparse_ratio times longer, else dense (tiles). counts
+// (device memory) receives the match counts; it is zeroed on the stream only
+// once nothing can fail before the kernels run.
+template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom,
+          class Policy, class AIt, class BIt, class AOut, class BOut, class Comp>
+void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
+                   BOut b_out, match_counters counters, match_counts* counts, int sparse_ratio,
+                   int quaternary_below, Comp comp, const char* algorithm) {
+  constexpr bool counts_matches = writes_match(TypeA) || writes_match(TypeB);
+  constexpr bool a_side = writes_output(TypeA) || AWrites == a_writes::equal_count;
+  constexpr bool b_side = writes_output(TypeB);
+  if constexpr (!a_side && !b_side) {
+    counts_to_zero(counts, counts_matches, 0, policy.stream(), algorithm);
+  } else {
+    const bool sparse_a = a_side && !b_side && static_cast<double>(na) * sparse_ratio <= static_cast<double>(nb);
+    const bool sparse_b = !a_side && b_side && static_cast<double>(nb) * sparse_ratio <= static_cast<double>(na);
+    if (sparse_a || sparse_b) {
+      launch_needle_search<NeedleBox, TypeA, TypeB, AWrites, InterpolateFrom, a_side>(
+          dev, a, na, b, nb, a_out, b_out, counters, counts, counts_matches, quaternary_below, comp, policy.stream(),
+          algorithm);
+    } else {
+      launch_tile_search<Box, TypeA, TypeB, AWrites>(policy, dev, a, na, b, nb, a_out, b_out, counters, counts,
+                                                     counts_matches, comp, algorithm);
+    }
   }
 }
 
