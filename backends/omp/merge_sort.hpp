@@ -96,6 +96,86 @@ inline int doublings(index_t run, index_t size) {
   return k;
 }
 
+// Merges runs of `width` elements pairwise within [lo, hi), from buffer
+// `from` into the other one.
+template <class Item, class Order>
+void merge_runs(Item* const (&buf)[2], int from, index_t lo, index_t hi, index_t width, const Order& order) {
+  Item* src = buf[from];
+  Item* dst = buf[from ^ 1];
+  for (index_t x = lo; x < hi; x += 2 * width) {
+    const index_t mid = std::min(hi, x + width), end = std::min(hi, x + 2 * width);
+    merge_sequential<true>(src + x, mid - x, src + mid, end - mid, no_values{}, no_values{}, dst + x, no_values{},
+                           order);
+  }
+}
+
+// Step 1, one thread's block [lo, hi) sorted: small runs by a network or an
+// insertion sort, then merge passes chunk by chunk (a chunk fits the cache),
+// group by group, then over the block. Every thread runs block_passes
+// passes (the largest block's, block 0's), so all blocks end in the same
+// buffer: buf[block_passes & 1].
+template <class Item, class Order, class Load>
+void sort_block(Item* const (&buf)[2], index_t lo, index_t hi, int block_passes, const Load& load,
+                const Order& order) {
+  constexpr index_t run = first_run<Item>;
+  index_t chunk = run;
+  while (chunk * 2 * static_cast<index_t>(sizeof(Item)) <= static_cast<index_t>(chunk_bytes)) chunk *= 2;
+  const index_t group = group_chunks * chunk;
+  const int chunk_passes = std::min(block_passes, doublings(run, chunk));
+  const int group_passes = std::min(block_passes, doublings(run, group));
+  for (index_t g = lo; g < hi; g += group) {
+    const index_t g_end = std::min(hi, g + group);
+    for (index_t c = g; c < g_end; c += chunk) {
+      const index_t c_end = std::min(g_end, c + chunk);
+      if constexpr (raw_scratch<Item>) {
+        for (index_t i = c; i < c_end; ++i) buf[0][i] = load(i);
+      }
+      for (index_t x = c; x < c_end; x += run) {
+        if (network_sortable<Item> && x + 4 <= c_end) {
+          sort4(buf[0] + x, order);
+        } else {
+          insertion_sort(buf[0] + x, std::min(run, c_end - x), order);
+        }
+      }
+      for (int k = 0; k < chunk_passes; ++k) merge_runs(buf, k & 1, c, c_end, run << k, order);
+    }
+    for (int k = chunk_passes; k < group_passes; ++k) merge_runs(buf, k & 1, g, g_end, run << k, order);
+  }
+  for (int k = group_passes; k < block_passes; ++k) merge_runs(buf, k & 1, lo, hi, run << k, order);
+}
+
+// Step 2, the merge passes over the blocks: runs of `width` blocks merge
+// pairwise; thread r writes its own block's range of the output. The
+// crossings are found, then (after a barrier) every thread has them all: no
+// thread moves an element out of the source while another still compares
+// it. Returns the buffer that holds the sorted data.
+template <class Item, class Order, class Block>
+int merge_blocks(const team& t, Item* const (&buf)[2], int from, std::vector<index_t>& cross, const Block& block,
+                 const Order& order) {
+  const int p = t.size(), r = t.rank();
+  for (int width = 1; width < p; width *= 2) {
+    const int first = r / (2 * width) * (2 * width);
+    const int mid = std::min(p, first + width), last = std::min(p, first + 2 * width);
+    const index_t g_lo = block(first), g_mid = block(mid), g_hi = block(last);
+    Item* const src = buf[from];
+    auto diag = [&](int k) { return block(k) - g_lo; };
+    t.run([&] {
+      cross[r] = path_crossing<bounds::lower>(static_cast<const Item*>(src + g_lo), g_mid - g_lo,
+                                              static_cast<const Item*>(src + g_mid), g_hi - g_mid, diag(r), order);
+    });
+    t.barrier();
+    t.run([&] {
+      const merge_share s = share_of(cross.data(), first, last, r, g_mid - g_lo, g_hi - g_mid, diag);
+      merge_sequential<true>(src + g_lo + s.a_begin, s.a_end - s.a_begin, src + g_mid + s.b_begin,
+                             s.b_end - s.b_begin, no_values{}, no_values{}, buf[from ^ 1] + block(r), no_values{},
+                             order);
+    });
+    from ^= 1;
+    t.barrier();
+  }
+  return from;
+}
+
 template <class Policy, class KeysIt, class ValsIn, class ValsOut, class Comp>
 void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp& comp) {
   constexpr bool with_values = has_values<ValsOut>;
@@ -122,79 +202,14 @@ void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, Va
   item* const buf[2] = {buf0.data(), buf1.data()};
   std::vector<index_t> cross(static_cast<std::size_t>(threads) + 1);
 
-  // Merges runs of `width` elements pairwise within [lo, hi), from buffer
-  // `from` into the other one.
-  auto merge_runs = [&](int from, index_t lo, index_t hi, index_t width) {
-    item* src = buf[from];
-    item* dst = buf[from ^ 1];
-    for (index_t x = lo; x < hi; x += 2 * width) {
-      const index_t mid = std::min(hi, x + width), end = std::min(hi, x + 2 * width);
-      merge_sequential<true>(src + x, mid - x, src + mid, end - mid, no_values{}, no_values{}, dst + x, no_values{},
-                             order);
-    }
-  };
-
   parallel(threads, [&](const team& t) {
     const int p = t.size(), r = t.rank();
     auto block = [&](int k) { return share_begin(n, p, k); };
     const index_t lo = block(r), hi = block(r + 1);
-
-    // 1. Block sort. Every thread runs as many passes as the largest block
-    //    (block 0) needs, so all blocks end in the same buffer.
-    constexpr index_t run = first_run<item>;
-    const int block_passes = doublings(run, block(1));
-    index_t chunk = run;
-    while (chunk * 2 * static_cast<index_t>(sizeof(item)) <= static_cast<index_t>(chunk_bytes)) chunk *= 2;
-    const index_t group = group_chunks * chunk;
-    const int chunk_passes = std::min(block_passes, doublings(run, chunk));
-    const int group_passes = std::min(block_passes, doublings(run, group));
-    t.run([&] {
-      for (index_t g = lo; g < hi; g += group) {
-        const index_t g_end = std::min(hi, g + group);
-        for (index_t c = g; c < g_end; c += chunk) {
-          const index_t c_end = std::min(g_end, c + chunk);
-          if constexpr (raw_scratch<item>) {
-            for (index_t i = c; i < c_end; ++i) buf[0][i] = load(i);
-          }
-          for (index_t x = c; x < c_end; x += run) {
-            if (network_sortable<item> && x + 4 <= c_end) {
-              sort4(buf[0] + x, order);
-            } else {
-              insertion_sort(buf[0] + x, std::min(run, c_end - x), order);
-            }
-          }
-          for (int k = 0; k < chunk_passes; ++k) merge_runs(k & 1, c, c_end, run << k);
-        }
-        for (int k = chunk_passes; k < group_passes; ++k) merge_runs(k & 1, g, g_end, run << k);
-      }
-      for (int k = group_passes; k < block_passes; ++k) merge_runs(k & 1, lo, hi, run << k);
-    });
-    int from = block_passes & 1;  // the buffer holding the sorted blocks
+    const int block_passes = doublings(first_run<item>, block(1));
+    t.run([&] { sort_block(buf, lo, hi, block_passes, load, order); });
     t.barrier();
-
-    // 2. Merge passes: runs of `width` blocks merge pairwise; thread r writes
-    //    its own block's range of the output. The crossings are found, then
-    //    (after a barrier) every thread has them all: no thread moves an
-    //    element out of the source while another still compares it.
-    for (int width = 1; width < p; width *= 2) {
-      const int first = r / (2 * width) * (2 * width);
-      const int mid = std::min(p, first + width), last = std::min(p, first + 2 * width);
-      const index_t g_lo = block(first), g_mid = block(mid), g_hi = block(last);
-      item* const src = buf[from];
-      auto diag = [&](int k) { return block(k) - g_lo; };
-      t.run([&] {
-        cross[r] = path_crossing<bounds::lower>(static_cast<const item*>(src + g_lo), g_mid - g_lo,
-                                                static_cast<const item*>(src + g_mid), g_hi - g_mid, diag(r), order);
-      });
-      t.barrier();
-      t.run([&] {
-        const merge_share s = share_of(cross.data(), first, last, r, g_mid - g_lo, g_hi - g_mid, diag);
-        merge_sequential<true>(src + g_lo + s.a_begin, s.a_end - s.a_begin, src + g_mid + s.b_begin,
-                               s.b_end - s.b_begin, no_values{}, no_values{}, buf[from ^ 1] + lo, no_values{}, order);
-      });
-      from ^= 1;
-      t.barrier();
-    }
+    const int from = merge_blocks(t, buf, block_passes & 1, cross, block, order);
 
     // 3. Every comparison is done: write the caller's range, unless a thread failed.
     if (t.failed()) return;
