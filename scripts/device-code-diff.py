@@ -40,7 +40,8 @@ def sections(path):
 
 
 def functions(path):
-    anon = re.compile(r"_GLOBAL__N__[0-9a-f]+_\d+_\w+?_cu_[0-9a-f]+_\d+")
+    # (with the length before it: the hash is not always as long)
+    anon = re.compile(r"\d+_GLOBAL__N__[0-9a-f]+_\d+_\w+?_cu_[0-9a-f]+_\d+")
     return {anon.sub("ANON", k): v for k, v in sections(path).items() if k.startswith(".text.")}
 
 

@@ -185,7 +185,56 @@ struct tile_or_global {
 template <class It>
 using out_value_t = typename std::iterator_traits<It>::value_type;
 
-// The dense search of one tile: A's lower bounds into B, B's upper bounds into A.
+// Coalesced stores of the tile's results: positions [0, na) are A's,
+// [na, count) B's. Matches are counted here, once a position.
+template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt,
+          class AOut, class BOut, class Comp>
+__device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& g, const tile_range& r,
+                                                  const value_of<AIt>* as, int na, const value_of<BIt>* bs, int nb,
+                                                  int count, int b_valid, const int* results, AOut a_out,
+                                                  BOut b_out, match_counters counters, Comp& comp, int tid) {
+  using TB = value_of<BIt>;
+  constexpr bool a_writes_any = writes_output(TypeA) || AWrites == a_writes::equal_count;
+  unsigned matches_a = 0, matches_b = 0;
+#pragma unroll
+  for (int i = 0; i < Box::vt; ++i) {
+    const int j = Box::nt * i + tid;
+    if (!Full && j >= count) break;
+    if (j < na ? !a_writes_any : !writes_output(TypeB)) continue;  // a side that writes nothing
+    const int res = results[j];
+    const bool m = res < 0;
+    // For sorted input every position was written once. The clamp is for
+    // input that is not sorted (or a comparator that is not a strict weak
+    // order), where the threads' paths may miss or overlap positions: the
+    // results are then unspecified but every bound stays within the tile.
+    const int other = j < na ? nb : na;
+    const int local = (res & ~match_flag) < other ? (res & ~match_flag) : other;
+    if (j < na) {
+      if constexpr (AWrites == a_writes::equal_count) {
+        // Equal elements of B start at the lower bound; the run may go on past
+        // the tile, where the search reads global memory.
+        const index_t lb = r.b0 + local;
+        index_t n_equal = 0;
+        if (m && lb < g.nb) {
+          const tile_or_global<TB, BIt> hay{bs, b_valid, r.b0, g.b_keys};
+          n_equal = upper_bound_from(hay, lb, g.nb, as[j], comp) - lb;
+        }
+        a_out[r.a0 + j] = static_cast<out_value_t<AOut>>(n_equal);
+      } else if constexpr (writes_output(TypeA)) {
+        a_out[r.a0 + j] = encode_search_result<TypeA, out_value_t<AOut>>(r.b0 + local, m);
+        matches_a += m;
+      }
+    } else if constexpr (writes_output(TypeB)) {
+      b_out[r.b0 + (j - na)] = encode_search_result<TypeB, out_value_t<BOut>>(r.a0 + local, m);
+      matches_b += m;
+    }
+  }
+  add_matches<Box::nt, writes_match(TypeA), writes_match(TypeB)>(matches_a, matches_b, counters, tid);
+}
+
+// The dense search of one tile: A's lower bounds into B, B's upper bounds
+// into A: the tile (and its halo) into shared memory, the merge walk, the
+// stores (store_search_tile).
 template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt,
           class AOut, class BOut, class Comp>
 __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, const tile_range& r, bool ordered,
@@ -219,12 +268,15 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
     load_search_tile<Box::nt, Box::vt, Full>(g.a_keys + r.a0, na, g.b_keys + r.b0, count, as, bs, tid);
     __syncthreads();
 
-    // The thread's VT steps of the tile's merge (A first on ties), bounded by
-    // where the next thread's start: the walks then cover the tile's
-    // positions exactly once whatever the comparator does. Starts out of
-    // order (unsorted input) make the tile write no match and bound 0 instead.
-    // Keys are read only at in-range offsets; as[-1] stands in where A has no
-    // element before.
+    // The tile's merge (A first on ties): results[a] = b (and match_flag)
+    // for A's element a, results[na + b] = a for B's element b. Each thread
+    // walks its VT steps, bounded by where the next thread starts: the walks
+    // then cover the tile's positions exactly once whatever the comparator
+    // does. Starts out of order (unsorted input) make the tile write no match
+    // and bound 0 instead. Keys are read only at in-range offsets; as[-1]
+    // stands in where A has no element before. (Inline here: as a function of
+    // its own, with `starts` in it, nvcc 13.0 compiled 60 of the search
+    // kernels differently.)
     const int diag = Box::vt * tid < count ? Box::vt * tid : count;
     const int diag_end = Box::vt * (tid + 1) < count ? Box::vt * (tid + 1) : count;
     int a = merge_path<bounds::lower, int>(as, na, bs, nb, diag, comp);
@@ -264,44 +316,8 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
     }
   }
   __syncthreads();
-
-  // Coalesced stores of the tile's results: positions [0, na) are A's,
-  // [na, count) B's. Matches are counted here, once a position.
-  unsigned matches_a = 0, matches_b = 0;
-#pragma unroll
-  for (int i = 0; i < Box::vt; ++i) {
-    const int j = Box::nt * i + tid;
-    if (!Full && j >= count) break;
-    if (j < na ? !a_writes_any : !writes_output(TypeB)) continue;  // a side that writes nothing
-    const int res = results[j];
-    const bool m = res < 0;
-    // For sorted input every position was written once. The clamp is for
-    // input that is not sorted (or a comparator that is not a strict weak
-    // order), where the threads' paths may miss or overlap positions: the
-    // results are then unspecified but every bound stays within the tile.
-    const int other = j < na ? nb : na;
-    const int local = (res & ~match_flag) < other ? (res & ~match_flag) : other;
-    if (j < na) {
-      if constexpr (AWrites == a_writes::equal_count) {
-        // Equal elements of B start at the lower bound; the run may go on past
-        // the tile, where the search reads global memory.
-        const index_t lb = r.b0 + local;
-        index_t n_equal = 0;
-        if (m && lb < g.nb) {
-          const tile_or_global<TB, BIt> hay{bs, b_valid, r.b0, g.b_keys};
-          n_equal = upper_bound_from(hay, lb, g.nb, as[j], comp) - lb;
-        }
-        a_out[r.a0 + j] = static_cast<out_value_t<AOut>>(n_equal);
-      } else if constexpr (writes_output(TypeA)) {
-        a_out[r.a0 + j] = encode_search_result<TypeA, out_value_t<AOut>>(r.b0 + local, m);
-        matches_a += m;
-      }
-    } else if constexpr (writes_output(TypeB)) {
-      b_out[r.b0 + (j - na)] = encode_search_result<TypeB, out_value_t<BOut>>(r.a0 + local, m);
-      matches_b += m;
-    }
-  }
-  add_matches<Box::nt, writes_match(TypeA), writes_match(TypeB)>(matches_a, matches_b, counters, tid);
+  store_search_tile<Box, Full, TypeA, TypeB, AWrites>(g, r, as, na, bs, nb, count, b_valid, results, a_out, b_out,
+                                                      counters, comp, tid);
 }
 
 // Registers decide how many CTAs share an SM: three quarters of a full SM, as
