@@ -37,6 +37,32 @@ struct gcd_op {
 template <class K>
 inline constexpr int sortedness_vt = sizeof(K) >= 64 ? 1 : (64 / sizeof(K) < 16 ? int(64 / sizeof(K)) : 16);
 
+// One chunk of sortedness_kernel's read: thread t's keys first + i (i < VT)
+// into x, and bit i of the result set where key first + i + 1 comes before
+// key first + i (a descent). All loads and comparisons first, branch-free, so
+// that every load is in flight at once. Blocked: whole 16-byte vectors when
+// the keys are aligned to them; the key after a thread's last comes from the
+// next lane.
+template <int NT, int VT, class K, class Comp>
+__device__ __forceinline__ unsigned chunk_descents(const K* keys, index_t n, index_t base, index_t first, K (&x)[VT],
+                                                   Comp& comp) {
+  if (base + NT * VT <= n && reinterpret_cast<std::uintptr_t>(keys) % 16 == 0) {
+    cub::LoadDirectBlockedVectorized(static_cast<int>(threadIdx.x), const_cast<K*>(keys) + base, x);
+  } else {
+#pragma unroll
+    for (int i = 0; i < VT; ++i) x[i] = first + i < n ? keys[first + i] : K{};
+  }
+  K after = cub::ShuffleDown<32>(x[0], 1, 31, 0xffffffffu);
+  if (threadIdx.x % 32 == 31 && first + VT < n) after = keys[first + VT];
+  unsigned mask = 0;
+#pragma unroll
+  for (int i = 0; i < VT; ++i) {
+    const K next = i + 1 < VT ? x[(i + 1) % VT] : after;
+    if (first + i < n - 1 && comp(next, x[i])) mask |= 1u << i;
+  }
+  return mask;
+}
+
 template <int NT, class K, class Comp>
 __global__ void __launch_bounds__(NT)
     sortedness_kernel(const K* keys, index_t n, index_t useful, sort_flags flags, Comp comp, K* samples) {
@@ -72,26 +98,9 @@ __global__ void __launch_bounds__(NT)
     // back (2^28 int32 keys in sorted runs of 2^16, H100: 0.46 against 0.51
     // ms; with a full SM of blocks, launch_sortedness, 0.42).
     const unsigned long long seen = threadIdx.x == 0 ? *runs : 0;
-    // All loads and comparisons first, branch-free, so that every load is in
-    // flight at once; then the few descents. Thread t holds keys first + i
-    // (blocked: whole 16-byte vectors when the keys are aligned to them);
-    // the key after its last comes from the next lane.
     const index_t first = base + static_cast<index_t>(threadIdx.x) * vt;
     K x[vt];
-    if (base + NT * vt <= n && reinterpret_cast<std::uintptr_t>(keys) % 16 == 0) {
-      cub::LoadDirectBlockedVectorized(static_cast<int>(threadIdx.x), const_cast<K*>(keys) + base, x);
-    } else {
-#pragma unroll
-      for (int i = 0; i < vt; ++i) x[i] = first + i < n ? keys[first + i] : K{};
-    }
-    K after = cub::ShuffleDown<32>(x[0], 1, 31, 0xffffffffu);
-    if (threadIdx.x % 32 == 31 && first + vt < n) after = keys[first + vt];
-    unsigned mask = 0;
-#pragma unroll
-    for (int i = 0; i < vt; ++i) {
-      const K next = i + 1 < vt ? x[(i + 1) % vt] : after;
-      if (first + i < n - 1 && comp(next, x[i])) mask |= 1u << i;
-    }
+    const unsigned mask = chunk_descents<NT>(keys, n, base, first, x, comp);
     if (__syncthreads_or(seen != 0 && seen < limit)) return;  // the same answer for all
     // The chunk's samples, from the threads holding them (the chunk starts
     // at a multiple of 32 keys, so the test below finds every 32nd key for
