@@ -28,6 +28,24 @@ struct block_sort_types {
   };
 };
 
+// Are this thread's `mine` keys of a tile (valid keys in all, from `tile`
+// in global memory) in order, and its last before the next thread's first?
+// (That one is read again from global memory, where it is cached.)
+template <class Box, class K, class Comp>
+__device__ __forceinline__ bool keys_in_order(const K (&keys)[Box::vt], int mine, int valid, const K* tile,
+                                              Comp& comp) {
+  const int tid = static_cast<int>(threadIdx.x);
+  bool in_order = true;
+#pragma unroll
+  for (int i = 1; i < Box::vt; ++i) {
+    if (i < mine) in_order &= !comp(keys[i], keys[i - 1]);
+  }
+  if (mine == Box::vt && Box::vt * (tid + 1) < valid) {
+    in_order &= !comp(tile[Box::vt * (tid + 1)], keys[Box::vt - 1]);
+  }
+  return in_order;
+}
+
 // Tile `tile` of the block sort, by the whole CTA; smem holds
 // block_sort_types::temp_storage.
 template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
@@ -52,19 +70,10 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
 
   K keys[Box::vt];
   typename types::load_keys(temp.load_keys).Load(buf.keys(0) + base, keys, valid, K{});
-  // Is the tile sorted already? Each thread checks its own keys and the first
-  // key of the next thread (read again from global memory, where it is cached).
-  bool in_order = true;
+  // Is the tile sorted already?
   int mine = valid - Box::vt * tid;  // keys of this thread in the tile
   mine = mine < 0 ? 0 : (mine > Box::vt ? Box::vt : mine);
-#pragma unroll
-  for (int i = 1; i < Box::vt; ++i) {
-    if (i < mine) in_order &= !comp(keys[i], keys[i - 1]);
-  }
-  if (mine == Box::vt && Box::vt * (tid + 1) < valid) {
-    in_order &= !comp(buf.keys(0)[base + Box::vt * (tid + 1)], keys[Box::vt - 1]);
-  }
-  const bool tile_sorted = __syncthreads_and(in_order);
+  const bool tile_sorted = __syncthreads_and(keys_in_order<Box>(keys, mine, valid, buf.keys(0) + base, comp));
   if (tile_sorted && dest == 0) {
     sample_blocked(keys, base + Box::vt * tid, mine, samples);
     write_positions(buf.vals(0));
