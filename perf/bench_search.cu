@@ -666,12 +666,24 @@ void tune_boxes(bench& bn, int lg) {
 template <class K>
 struct sm90 {
   using table = cb::search_table<K, K>;
-  static constexpr int line = cb::line_for<table>(90);
+  static constexpr int line = lm::tuning::entry_for(90);
   using boxes = decltype(table::template boxes<static_cast<std::size_t>(line)>());
   using box = std::tuple_element_t<0, boxes>;
   using needle_box = std::tuple_element_t<1, boxes>;
   static constexpr int ratio = std::tuple_element_t<2, boxes>::value;
   static constexpr int interpolate_from = std::tuple_element_t<4, boxes>::value;
+};
+
+// Needle boxes that fix the probe (cb::box_probes_4ary,
+// cb::box_interpolates_from): always 4-ary, or interpolating from From times
+// the needles' spacing (0: binary all the way).
+template <int NT, int VT>
+struct needle_box_4 : lm::launch_box<NT, VT> {
+  static constexpr bool probe_4ary = true;
+};
+template <int NT, int VT, int From>
+struct needle_box_interpolating : lm::launch_box<NT, VT> {
+  static constexpr int interpolate_from = From;
 };
 
 // --tune (b): dense (merge-path) against per-needle search (the line's: binary
@@ -710,9 +722,9 @@ std::string box_label(const char* prefix) {
 template <op O, class NeedleBox, class K>
 void crossover_needle_box(bench& bn, dataset<K>& d, const std::string& density, double copy, const std::string& what) {
   using Box = typename sm90<K>::box;
-  constexpr int from = cb::interpolation_of_box<NeedleBox>::from;
+  constexpr int from = cb::box_interpolates_from<NeedleBox>::value;
   const std::string label =
-      cb::is_needle_box_4<NeedleBox>::value ? box_label<NeedleBox>("per-needle 4-ary")
+      cb::box_probes_4ary<NeedleBox>::value ? box_label<NeedleBox>("per-needle 4-ary")
       : from == 0                          ? box_label<NeedleBox>("per-needle binary")
       : from > 0 ? box_label<NeedleBox>(("per-needle interp " + std::to_string(from) + "x").c_str())
                  : box_label<NeedleBox>("per-needle");
@@ -991,8 +1003,6 @@ int main(int argc, char** argv) {
       // (binary down to 4 to 32 needle spacings), at sparse densities; the
       // uniform keys of every row, then int64 keys and keys in runs of about
       // 2048 equal ones ("steps", where interpolation guesses worst).
-      using cb::needle_box_4;
-      using cb::needle_box_interpolating;
       for (int lg : opt.sizes.empty() ? std::vector<int>{26, 28} : opt.sizes) {
         for (long long k : {4LL, 8LL, 16LL, 64LL, 256LL, 4096LL}) {
           guarded([&] {

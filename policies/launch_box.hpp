@@ -300,6 +300,18 @@ inline constexpr architecture architectures[] = {
     before_sm_80(),
 };
 
+// The entry of `architectures` (and the line of each table below, which
+// follow its order) that serves kernels compiled for `arch` (compute
+// capability x 10): the first, newest first, whose arch is not above it; -1
+// before the oldest. The CUDA backend picks each call's boxes by it, and
+// tests and benchmarks read "the tuned line" of an architecture from it.
+constexpr int entry_for(int arch) {
+  for (std::size_t i = 0; i < std::size(architectures); ++i) {
+    if (architectures[i].arch <= arch) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 // Each algorithm's table, newest first: the backend's view of
 // `architectures`, one line type a table, each line with its entry's arch.
 template <class Line, Line architecture::*Field>

@@ -62,17 +62,6 @@ void for_each_index(F& f, std::index_sequence<I...>) {
   (f(std::integral_constant<std::size_t, I>{}), ...);
 }
 
-// The first line of a tuning table (newest first) whose arch is not above
-// `arch`; -1 when there is none.
-template <class Table>
-constexpr int line_for(int arch) {
-  constexpr std::size_t n = std::size(Table::lines);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (Table::lines[i].arch <= arch) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 // The box of a call's merge kernels: the policy's box, or the second of two.
 template <class Box>
 struct merge_box_of {
@@ -99,7 +88,7 @@ void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& 
     auto boxes = Table::template boxes<decltype(index)::value>();
     compiled_for = kernel_arch(reinterpret_cast<const void*>(std::apply(kernel_of, boxes)), dev, algorithm);
     const int line_arch = Table::lines[decltype(index)::value].arch;
-    if (line_arch <= compiled_for) {
+    if (static_cast<int>(decltype(index)::value) == tuning::entry_for(compiled_for)) {
       done = true;
       if (line_arch != compiled_for && debug_enabled()) {
         // Once for each kind of call (this instantiation) and architecture, not at every call.

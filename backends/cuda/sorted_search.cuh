@@ -561,26 +561,20 @@ __device__ __forceinline__ int block_phase(Hay hay) {
 // How the per-needle search probes.
 enum class needle_probe { binary, quaternary, interpolation };
 
-// A needle box whose searches probe 4-ary (bounds_in_lockstep_4).
-template <int NT, int VT>
-struct needle_box_4 : launch_box<NT, VT> {};
+// A needle box may fix how its searches probe, whatever the tuning line
+// says (perf/bench_search.cu's sweeps compare the probes by such boxes): a
+// static member `probe_4ary = true` (always 4-ary, bounds_in_lockstep_4) or
+// `interpolate_from` (interpolation from that many needle spacings on; 0:
+// never). A plain launch_box leaves both to the line.
+template <class Box, class = void>
+struct box_probes_4ary : std::false_type {};
 template <class Box>
-struct is_needle_box_4 : std::false_type {};
-template <int NT, int VT>
-struct is_needle_box_4<needle_box_4<NT, VT>> : std::true_type {};
-
-// A needle box that interpolates from From times the needles' spacing
-// whatever the line says (the benchmark's sweeps; From 0: never).
-template <int NT, int VT, int From>
-struct needle_box_interpolating : launch_box<NT, VT> {};
+struct box_probes_4ary<Box, std::void_t<decltype(Box::probe_4ary)>> : std::bool_constant<Box::probe_4ary> {};
+template <class Box, class = void>
+struct box_interpolates_from : std::integral_constant<int, -1> {};  // -1: the line's
 template <class Box>
-struct interpolation_of_box {
-  static constexpr int from = -1;  // the line's
-};
-template <int NT, int VT, int From>
-struct interpolation_of_box<needle_box_interpolating<NT, VT, From>> {
-  static constexpr int from = From;
-};
+struct box_interpolates_from<Box, std::void_t<decltype(Box::interpolate_from)>>
+    : std::integral_constant<int, Box::interpolate_from> {};
 
 // The sparse search: each needle is searched in the whole haystack, as
 // thrust::lower_bound does, with the match flags, counts and equality runs of
@@ -660,8 +654,8 @@ inline match_counts* counts_to_zero(match_counts* counts, bool counts_matches, i
 // How the per-needle search probes: numbers in their natural order binary
 // down to a window of interpolate_from needle spacings, then by
 // interpolation. Otherwise denser needles share more of each other's lines:
-// a 4-ary search there halves the chain of dependent loads (needle_box_4:
-// always 4-ary). Interpolation pays from quaternary_below on (H200, 2^28
+// a 4-ary search there halves the chain of dependent loads (a box with
+// probe_4ary: always 4-ary). Interpolation pays from quaternary_below on (H200, 2^28
 // int32 keys: 0.181 against 0.246 ms for 4-ary at |B|/64, 0.53 against 0.42
 // at |B|/16, where needles share their blocks); it replaces the binary
 // search, whose kernel is then not instantiated (Interpolate).
@@ -672,8 +666,8 @@ struct needle_plan {
 template <class NeedleBox, int From, bool Interpolate>
 needle_plan plan_needles(index_t needles, index_t hay_size, int quaternary_below) {
   const double ratio = static_cast<double>(hay_size) / static_cast<double>(needles);
-  const bool forced = is_needle_box_4<NeedleBox>::value || interpolation_of_box<NeedleBox>::from >= 0;
-  const needle_probe probe = is_needle_box_4<NeedleBox>::value || (!forced && ratio < quaternary_below)
+  const bool forced = box_probes_4ary<NeedleBox>::value || box_interpolates_from<NeedleBox>::value >= 0;
+  const needle_probe probe = box_probes_4ary<NeedleBox>::value || (!forced && ratio < quaternary_below)
                                  ? needle_probe::quaternary
                              : Interpolate ? needle_probe::interpolation
                                            : needle_probe::binary;
@@ -700,9 +694,9 @@ void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, inde
   using NeedleKey = value_of<std::conditional_t<ASide, AIt, BIt>>;
   using HayKey = value_of<std::conditional_t<ASide, BIt, AIt>>;
   constexpr int from =
-      interpolation_of_box<NeedleBox>::from >= 0 ? interpolation_of_box<NeedleBox>::from : InterpolateFrom;
+      box_interpolates_from<NeedleBox>::value >= 0 ? box_interpolates_from<NeedleBox>::value : InterpolateFrom;
   constexpr bool interpolate =
-      interpolable_v<Comp, NeedleKey, HayKey> && !is_needle_box_4<NeedleBox>::value && from > 0;
+      interpolable_v<Comp, NeedleKey, HayKey> && !box_probes_4ary<NeedleBox>::value && from > 0;
   const needle_plan plan = plan_needles<NeedleBox, from, interpolate>(needles, hay_size, quaternary_below);
   auto run = [&](auto index, auto how) {
     using Index = decltype(index);

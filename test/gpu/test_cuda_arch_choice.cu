@@ -49,7 +49,7 @@ BOOST_AUTO_TEST_CASE(kernels_report_the_architecture_they_were_built_for) {
   BOOST_CHECK_EQUAL(cb::kernel_arch(sort_kernel, dev, "test"), expected);
 
   // The tuned merge tile is the table line of that architecture.
-  const int line = cb::line_for<cb::merge_table<int, void>>(expected);
+  const int line = lm::tuning::entry_for(expected);
   BOOST_REQUIRE_GE(line, 0);
   const auto& tuned = lm::tuning::merge[line];
   const long long large_from = 1LL << tuned.small_log2;

@@ -472,7 +472,7 @@ BOOST_AUTO_TEST_CASE(no_merge_kernel_spills_at_the_tuned_boxes) {
                                  cb::single_merge<const K*, const K*, NV, NV>>;
     using VOut = std::conditional_t<pairs, V*, NV>;
     using table = cb::merge_table<K, std::conditional_t<pairs, V, void>>;
-    constexpr int line = cb::line_for<table>(90);
+    constexpr int line = lm::tuning::entry_for(90);
     using boxes = decltype(table::template boxes<static_cast<std::size_t>(line)>());
     using large = std::tuple_element_t<0, boxes>;
     using small = std::tuple_element_t<1, boxes>;

@@ -323,7 +323,7 @@ struct search_tuning {
 template <class TA, class TB = TA>
 search_tuning tuned_search() {
   namespace cb = lm::detail::cuda_backend;
-  const int line = cb::line_for<cb::search_table<TA, TB>>(cb::current_device("test").cc);
+  const int line = lm::tuning::entry_for(cb::current_device("test").cc);
   const auto& l = lm::tuning::search[line < 0 ? std::size(lm::tuning::search) - 1 : static_cast<std::size_t>(line)];
   const std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
   const int vt = lm::tuning::scale_vt(l.vt, 4, elem);
