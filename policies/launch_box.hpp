@@ -190,11 +190,21 @@ struct search_line {
 // kernel was compiled for; an architecture without an entry takes the nearest
 // older one's (a one-time notice under LIBMERGE_DEBUG=1 says so). Adding an
 // architecture is adding its entry to `architectures`.
+// What one multiprocessor of an architecture holds. The kernels ask for as
+// many CTAs an SM as their registers allow within these (__launch_bounds__:
+// cuda/merge.cuh min_ctas_per_sm, cuda/sort/pass.cuh pass_ctas_per_sm);
+// threads 0: they ask for none.
+struct sm_limits {
+  int threads;  // resident threads an SM
+  int ctas;     // resident CTAs an SM
+};
+
 struct architecture {
   int arch;  // compute capability x 10
   merge_line merge;
   merge_sort_line sort;
   search_line search;
+  sm_limits sm;
 };
 
 // sm_90, measured on an H100 and an H200 (the figures are with the line types
@@ -202,6 +212,7 @@ struct architecture {
 constexpr architecture sm_90() {
   architecture a{};
   a.arch = 90;
+  a.sm = {2048, 32};
   merge_line& m = a.merge;
   m.nt = 512;
   m.vt_keys = 19;
@@ -283,20 +294,25 @@ constexpr architecture before_sm_80() {
   s.small_separate_log2_keys = 0;
   s.small_log2_wide = 0;
   a.search.nt = 256;
+  a.sm = {0, 0};  // sm_70 (2048 threads an SM) and sm_75 (1024) differ: no request
   return a;
 }
 
 // Another architecture's settings under this one's number, until measured on
-// its own hardware.
-constexpr architecture untuned_as(int arch, architecture a) {
+// its own hardware, with its own multiprocessor's limits.
+constexpr architecture untuned_as(int arch, architecture a, sm_limits sm) {
   a.arch = arch;
+  a.sm = sm;
   return a;
 }
 
 inline constexpr architecture architectures[] = {
-    untuned_as(100, sm_90()),  // sm_100 (and sm_120, which takes it)
+    untuned_as(120, sm_90(), {1536, 16}),  // sm_120, sm_121
+    untuned_as(100, sm_90(), {2048, 32}),  // sm_100, sm_103 (and what else lies below sm_120)
     sm_90(),
-    untuned_as(80, sm_90()),  // sm_80 (and sm_86, sm_89, which take it)
+    untuned_as(86, sm_90(), {1536, 16}),        // sm_86, sm_87, sm_89
+    untuned_as(80, sm_90(), {2048, 32}),        // sm_80
+    untuned_as(75, before_sm_80(), {1024, 16}),  // sm_75
     before_sm_80(),
 };
 

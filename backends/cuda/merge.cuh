@@ -36,29 +36,24 @@ struct merge_layout {
   static constexpr std::size_t bytes = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
 };
 
-// The most threads one SM holds on the architecture of this compilation pass
-// (0 on the host pass and for architectures not listed).
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900 || __CUDA_ARCH__ == 1000 || \
-                               __CUDA_ARCH__ == 1030)
-inline constexpr int sm_max_threads = 2048;
-#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 870 || __CUDA_ARCH__ == 890 || \
-                                 __CUDA_ARCH__ == 1200 || __CUDA_ARCH__ == 1210)
-inline constexpr int sm_max_threads = 1536;
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
-inline constexpr int sm_max_threads = 1024;
+// What one SM holds on the architecture of this compilation pass: its
+// tuning entry's limits (policies/launch_box.hpp; none on the host pass).
+#ifdef __CUDA_ARCH__
+inline constexpr tuning::sm_limits sm_here = tuning::architectures[tuning::entry_for(__CUDA_ARCH__ / 10)].sm;
 #else
-inline constexpr int sm_max_threads = 0;
+inline constexpr tuning::sm_limits sm_here{0, 0};
 #endif
+inline constexpr int sm_max_threads = sm_here.threads;
 
 // Registers decide how many CTAs share a multiprocessor, and the merge is
 // bound by how many loads are in flight: ask for a full SM (on sm_80/90/100,
 // 2048 threads, which leaves 32 registers a thread). Elements above 16 bytes
-// would spill at that limit, and unknown architectures get no limit at all.
-// (16 CTAs fit every SM listed; 32 those that hold 2048 threads.)
+// would spill at that limit, and architectures whose entry sets no limits
+// (before sm_80, but sm_75) get no limit at all.
 template <class Box, std::size_t ElementBytes>
 inline constexpr int min_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
-  const int cap = sm_max_threads == 2048 ? 32 : 16;
+  const int cap = sm_here.ctas;
   return sm_max_threads / Box::nt < cap ? sm_max_threads / Box::nt : cap;
 }();
 

@@ -24,7 +24,7 @@ inline constexpr int pass_ctas_per_sm = [] {
   const int threads = Ways == 4 ? (ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads : 1024)
                                 : (ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024);
   const int ctas = threads / Box::nt;
-  const int cap = sm_max_threads == 2048 ? 32 : 16;  // CTAs an SM holds
+  const int cap = sm_here.ctas;
   return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
 }();
 
