@@ -482,6 +482,24 @@ std::size_t slot_margin() {
   return (wire_align + smallest - 1) / smallest;
 }
 
+// The exchange's stream and events of a rank, its stream waiting for the
+// runs. The highest priority: a chunk's NCCL kernels then take SMs as the
+// blocks of the merge before them end, instead of after its last wave.
+template <class K, class V>
+void open_exchange(rank_state<K, V>& s, int chunks, const char* algorithm) {
+  int least = 0, greatest = 0;
+  check_cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), algorithm, "cudaDeviceGetStreamPriorityRange");
+  check_cuda(cudaStreamCreateWithPriority(&s.exchange_stream, cudaStreamNonBlocking, greatest), algorithm,
+             "cudaStreamCreateWithPriority");
+  for (int e = 0; e <= chunks; ++e) {
+    cudaEvent_t ev{};
+    check_cuda(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), algorithm, "cudaEventCreate");
+    s.events.push_back(ev);
+  }
+  check_cuda(cudaEventRecord(s.events[0], s.stream), algorithm, "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(s.exchange_stream, s.events[0], 0), algorithm, "cudaStreamWaitEvent");
+}
+
 // The local sort and the exchange's buffers: a failure becomes the rank's
 // status, which travels with its cuts (check_cuts). The runs and the receive
 // slots come from one allocation (rank_state::keys); the local sort's own
@@ -516,6 +534,9 @@ long long sort_rank(rank_state<K, V>& s, int world, const call_plan& plan, Comp 
         par, s.shard.keys, s.shard.vals, s.shard.n,
         cuda_backend::runs_target<K, V>{s.keys, s.vals, plan.runs == 2, s.search.width}, comp, algorithm);
     s.sorted = true;
+    // The exchange's stream and events now, while the GPU sorts: made after
+    // the cuts arrive (host wait 2), they held the first round back.
+    open_exchange(s, plan.chunks, algorithm);
     return 0;
   } catch (...) {
     s.error = std::current_exception();
@@ -599,7 +620,7 @@ void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, cons
   for (int q = 0; q < world; ++q) {
     if (m.status(q) != 0) {
       throw std::runtime_error(std::string("libmerge::") + algorithm + ": rank " + std::to_string(q) +
-                               " failed in its local sort or allocating the exchange's buffers (its exception "
+                               " failed in its local sort or making the exchange's buffers and stream (its exception "
                                "says why); nothing was exchanged");
     }
   }
@@ -735,24 +756,6 @@ void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const head
       }
     });
   });
-}
-
-// The exchange's stream and events of a rank, its stream waiting for the
-// runs. The highest priority: a chunk's NCCL kernels then take SMs as the
-// blocks of the merge before them end, instead of after its last wave.
-template <class K, class V>
-void open_exchange(rank_state<K, V>& s, int chunks, const char* algorithm) {
-  int least = 0, greatest = 0;
-  check_cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), algorithm, "cudaDeviceGetStreamPriorityRange");
-  check_cuda(cudaStreamCreateWithPriority(&s.exchange_stream, cudaStreamNonBlocking, greatest), algorithm,
-             "cudaStreamCreateWithPriority");
-  for (int e = 0; e <= chunks; ++e) {
-    cudaEvent_t ev{};
-    check_cuda(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), algorithm, "cudaEventCreate");
-    s.events.push_back(ev);
-  }
-  check_cuda(cudaEventRecord(s.events[0], s.stream), algorithm, "cudaEventRecord");
-  check_cuda(cudaStreamWaitEvent(s.exchange_stream, s.events[0], 0), algorithm, "cudaStreamWaitEvent");
 }
 
 // Step 5 for one rank and chunk c: its pieces of the chunk (in rank and run
@@ -892,7 +895,6 @@ void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const h
   for (rank_state<K, V>& s : st) {
     scope.set(s.device, algorithm);
     pp.push_back(plan_pieces(s.rank, m, all, slot_margin<K, V, WithValues>()));
-    open_exchange(s, plan.chunks, algorithm);
     exchange_streams.push_back(s.exchange_stream);
   }
   for (int c = 0; c < plan.chunks; ++c) {

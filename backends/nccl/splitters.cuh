@@ -318,7 +318,7 @@ __global__ void __launch_bounds__(NT)
 // cut s x chunks + c starts chunk c of rank s's output; the exact
 // S_v(1), .., S_v(world-1) at c = 0, and 0 and n_v at the ends), then its
 // status (non-zero: this rank failed after the headers, in its local sort or
-// allocating the exchange's buffers), then the first run's length W. A
+// making the exchange's buffers and stream), then the first run's length W. A
 // chunk's cut is the snapped one (sub) between the exact cuts of its rank's
 // output, or the lower of them where none was found.
 template <int = 0>
