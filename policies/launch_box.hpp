@@ -308,7 +308,10 @@ constexpr architecture untuned_as(int arch, architecture a, sm_limits sm) {
 
 inline constexpr architecture architectures[] = {
     untuned_as(120, sm_90(), {1536, 16}),  // sm_120, sm_121
-    untuned_as(100, sm_90(), {2048, 32}),  // sm_100, sm_103 (and what else lies below sm_120)
+    untuned_as(110, sm_90(), {0, 0}),      // sm_110: no CTA request (its limits not checked here)
+    untuned_as(103, sm_90(), {2048, 32}),  // sm_103
+    untuned_as(101, sm_90(), {0, 0}),      // sm_101 (CUDA 12's name for sm_110)
+    untuned_as(100, sm_90(), {2048, 32}),  // sm_100
     sm_90(),
     untuned_as(86, sm_90(), {1536, 16}),        // sm_86, sm_87, sm_89
     untuned_as(80, sm_90(), {2048, 32}),        // sm_80

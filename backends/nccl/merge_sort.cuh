@@ -40,9 +40,9 @@
 //  - before the headers (a host or null pointer, a stream of another device,
 //    a shard missing, no staging memory): the rank still sends its header,
 //    flagged with its message; every rank throws before sorting anything;
-//  - after them (the local sort, the exchange's buffers): the rank still
-//    takes part in the search and flags its status beside its cuts; every
-//    rank throws before anything is exchanged;
+//  - after them (the local sort, the exchange's buffers and stream): the
+//    rank still takes part in the search and flags its status beside its
+//    cuts; every rank throws before anything is exchanged;
 //  - a rank that never comes, or dies: the transport's deadline (.timeout)
 //    covers the whole call, waits inside NCCL included (transport.cuh).
 // From the local sort on the shard is the sort's scratch; whatever fails

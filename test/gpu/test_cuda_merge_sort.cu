@@ -39,6 +39,10 @@ using cuda_test::to_host;
 
 namespace {
 
+// The tuning line of sm_90 (the tests run on H100 and H200), read from the
+// table rather than counted.
+constexpr std::size_t sm90_line = static_cast<std::size_t>(lm::tuning::entry_for(90));
+
 // Structs of 32 and 128 bytes ordered by `key` alone; `tag` exposes instability.
 template <int Bytes>
 struct wide {
@@ -164,11 +168,17 @@ void sweep(const Policy& policy, long long t, long long nv, Comp comp, const cha
   }
 }
 
+// The sm_90 line's one-kernel class (element 6 of its boxes) for keys K and
+// values V (void: keys).
+template <class K, class V>
+using sm90_one_kernel_class =
+    std::tuple_element_t<6, decltype(lm::detail::cuda_backend::merge_sort_table<K, V>::template boxes<sm90_line>())>;
+
 // Elements per tile of the tuned boxes for keys T and values V (void: keys).
 template <class T, class V = void>
 std::pair<long long, long long> tuned_tiles() {
   using table = lm::detail::cuda_backend::merge_sort_table<T, V>;
-  const auto boxes = table::template boxes<1>();  // the sm_90 line
+  const auto boxes = table::template boxes<sm90_line>();
   using bs = std::tuple_element_t<0, decltype(boxes)>;
   using mb = std::tuple_element_t<1, decltype(boxes)>;
   return {bs::nv, mb::nv};
@@ -237,19 +247,19 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
 // elements), which take separate kernels.
 BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
   namespace cb = lm::detail::cuda_backend;
-  using keys_class = std::tuple_element_t<6, decltype(cb::merge_sort_table<std::int32_t, void>::boxes<1>())>;
-  using pairs_class = std::tuple_element_t<6, decltype(cb::merge_sort_table<std::int32_t, std::int32_t>::boxes<1>())>;
+  using keys_class = sm90_one_kernel_class<std::int32_t, void>;
+  using pairs_class = sm90_one_kernel_class<std::int32_t, std::int32_t>;
   static_assert(keys_class::log2 > 0 && pairs_class::log2 > 0 && keys_class::separate_log2 > 0,
                 "the sm_90 line has a one-kernel class, with a separate block sort for its largest keys");
   const long long t = keys_class::box::nv, tp = pairs_class::box::nv;
   sweep<std::int32_t>(lm::cuda::par, t, t, lm::less<>(), "one kernel (keys' tiles)", 250);
   sweep<std::int32_t>(lm::cuda::par, tp, tp, lm::less<>(), "one kernel (pairs' tiles)", 251);
-  using wide_class = std::tuple_element_t<6, decltype(cb::merge_sort_table<std::int64_t, void>::boxes<1>())>;
+  using wide_class = sm90_one_kernel_class<std::int64_t, void>;
   static_assert(wide_class::log2 > 0, "int64 keys have a one-kernel class");
   sweep<std::int64_t>(lm::cuda::par, wide_class::box::nv, wide_class::box::nv, lm::less<>(), "one kernel (int64 tiles)",
                       252);
   // 16-byte keys: vt scaled from the 8-byte keys', their own size class.
-  using record_class = std::tuple_element_t<6, decltype(cb::merge_sort_table<record, void>::boxes<1>())>;
+  using record_class = sm90_one_kernel_class<record, void>;
   static_assert(record_class::log2 > 0 && record_class::box::vt == 5,
                 "16-byte keys have a one-kernel class of 256x5 tiles");
   sweep<record>(lm::cuda::par, record_class::box::nv, record_class::box::nv, record_less(),
@@ -600,7 +610,7 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
     using V = decltype(val);
     constexpr bool pairs = !std::is_same_v<V, char>;
     using table = cb::merge_sort_table<K, std::conditional_t<pairs, V, void>>;
-    using boxes = decltype(table::template boxes<1>());
+    using boxes = decltype(table::template boxes<sm90_line>());
     using bs = std::tuple_element_t<0, boxes>;
     using mb = std::tuple_element_t<1, boxes>;
     using large = std::tuple_element_t<4, boxes>;  // the passes' box of large sorts
