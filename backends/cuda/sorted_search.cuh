@@ -45,6 +45,7 @@
 #include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
 #include "../../policies/cuda.hpp"
+#include "../engine/bounds.hpp"
 #include "cta_merge.cuh"
 #include "device.cuh"
 #include "error.hpp"
@@ -125,20 +126,6 @@ __device__ __forceinline__ void load_search_tile(AIt a, int na, BIt b, int count
       }
     }
   }
-}
-
-// First position in hay[lo, hi) whose element is not before x (Upper: is
-// after x), or hi. Every probe lies in [lo, hi). Index: index_t, or int where
-// the caller's positions fit (fewer instructions a step).
-template <bool Upper, class Hay, class Index, class T, class Comp>
-__device__ __forceinline__ Index bound_within(Hay hay, Index lo, Index hi, const T& x, Comp& comp) {
-  while (lo < hi) {
-    const Index mid = lo + (hi - lo) / 2;
-    const bool before = Upper ? !comp(x, hay[mid]) : comp(hay[mid], x);
-    if (before) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 // The upper bound of x in hay[0, n), given that hay[from] is equal to x (so

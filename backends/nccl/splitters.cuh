@@ -48,6 +48,7 @@
 
 #include "../../libmerge/detail/config.hpp"
 #include "../cuda/launch.cuh"
+#include "../engine/bounds.hpp"
 
 namespace libmerge::detail::nccl_backend {
 
@@ -198,17 +199,10 @@ __global__ void count_kernel(const K* keys, long long n, int rank, int world, in
       const K x = reinterpret_cast<const K*>(from + key_offset)[i];
       const run_of r = run_at(j, runs, *width, n);
       const K* run = keys + r.begin;
-      long long first = 0, len = r.n;
-      while (len > 0) {
-        const long long half = len / 2;
-        const bool before = vc < v ? comp(run[first + half], x) : !comp(x, run[first + half]);
-        if (before) {
-          first += half + 1;
-          len -= half + 1;
-        } else {
-          len = half;
-        }
-      }
+      // (Equal keys of a later sequence come after the candidate: its lower
+      // bound there; of an earlier one, before it: its upper bound.)
+      const long long first = vc < v ? bound_within<false>(run, 0LL, r.n, x, comp)
+                                     : bound_within<true>(run, 0LL, r.n, x, comp);
       count = static_cast<unsigned long long>(first);
     }
     local[static_cast<std::size_t>(j) * static_cast<std::size_t>(total) + static_cast<std::size_t>(c)] = count;

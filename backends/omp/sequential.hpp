@@ -16,6 +16,7 @@
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
+#include "../engine/bounds.hpp"
 #include "../engine/merge_path.hpp"
 
 namespace libmerge::detail::omp_backend {
@@ -336,15 +337,7 @@ index_t gallop(Hay hay, index_t pos, index_t end, const Needle& needle, Comp& co
     lo = probe + 1;
     step = step <= (end - lo) / 2 ? 2 * step : end - lo;  // doubles, never past the end (or overflow)
   }
-  while (lo < hi) {
-    const index_t mid = lo + (hi - lo) / 2;
-    if (before(mid)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return bound_within<Upper>(hay, lo, hi, needle, comp);
 }
 
 // ---------------------------------------------------------------------------
