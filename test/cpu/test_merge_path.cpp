@@ -1,6 +1,7 @@
 // Unit tests of the merge-path search (backends/engine/merge_path.hpp), which is
 // plain C++ and compiles without CUDA: for every cross-diagonal, merge_path must
-// return the co-rank of a brute-force reference merge.
+// return the co-rank of a brute-force reference merge. And of the bound search
+// (backends/engine/bounds.hpp) against std::lower_bound / std::upper_bound.
 #define BOOST_TEST_MODULE libmerge_cpu_merge_path
 #include <boost/test/included/unit_test.hpp>
 
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <backends/engine/bounds.hpp>
 #include <backends/engine/merge_path.hpp>
 
 #include "cpu_test_helpers.hpp"
@@ -212,5 +214,47 @@ BOOST_AUTO_TEST_CASE(bad_comparators_stay_in_range) {
         }
       }
     }
+  }
+}
+
+// bound_within<Upper>(hay, lo, hi, x) is std::lower_bound (upper_bound) of x
+// in hay[lo, hi), for every x around the keys, sub-range, and order; with a
+// comparator that is no ordering every probe stays in [lo, hi) and the answer
+// too.
+BOOST_AUTO_TEST_CASE(bound_within_is_std_bounds) {
+  std::mt19937_64 rng(302);
+  for (int iter = 0; iter < 300; ++iter) {
+    std::vector<int> hay(rng() % 40);
+    for (auto& x : hay) x = static_cast<int>(rng() % 12);
+    const bool descending = iter % 3 == 0;
+    auto comp = [descending](int x, int y) { return descending ? y < x : x < y; };
+    std::sort(hay.begin(), hay.end(), comp);
+    const auto n = static_cast<std::ptrdiff_t>(hay.size());
+    const std::ptrdiff_t lo = n == 0 ? 0 : static_cast<std::ptrdiff_t>(rng() % static_cast<std::uint64_t>(n + 1));
+    const std::ptrdiff_t hi = lo + static_cast<std::ptrdiff_t>(rng() % static_cast<std::uint64_t>(n - lo + 1));
+    checked_iterator<const int> h(hay.data(), n);
+    for (int x = -1; x <= 12; ++x) {
+      BOOST_TEST_CONTEXT("case " << iter << ", [" << lo << ", " << hi << ") of " << n << ", x " << x) {
+        const auto first = hay.begin() + lo, last = hay.begin() + hi;
+        BOOST_TEST(lm::detail::bound_within<false>(h, lo, hi, x, comp) ==
+                   std::lower_bound(first, last, x, comp) - hay.begin());
+        BOOST_TEST(lm::detail::bound_within<true>(h, lo, hi, x, comp) ==
+                   std::upper_bound(first, last, x, comp) - hay.begin());
+      }
+    }
+  }
+  auto random_comp = [&rng](int, int) { return (rng() & 1) != 0; };
+  for (int iter = 0; iter < 200; ++iter) {
+    std::vector<int> hay(rng() % 30);
+    const auto n = static_cast<std::ptrdiff_t>(hay.size());
+    checked_iterator<const int> h(hay.data(), n);
+    std::ptrdiff_t r1 = -1, r2 = -1;
+    try {
+      r1 = lm::detail::bound_within<false>(h, std::ptrdiff_t{0}, n, 0, random_comp);
+      r2 = lm::detail::bound_within<true>(h, std::ptrdiff_t{0}, n, 0, random_comp);
+    } catch (const cpu_test::out_of_range_access& e) {
+      BOOST_ERROR("bound_within read out of range: " << e.what());
+    }
+    for (std::ptrdiff_t r : {r1, r2}) BOOST_TEST((r >= 0 && r <= n));
   }
 }
