@@ -277,7 +277,9 @@ struct later_candidate {
   }
 };
 
-template <int NT = 256>
+inline constexpr int snap_threads = 256;  // a block a chunk cut, its threads over the candidates
+
+template <int NT = snap_threads>
 __global__ void __launch_bounds__(NT)
     snap_kernel(int world, int runs, int chunks, double taper, int per_run, const char* all, std::size_t block,
                 const unsigned long long* local, const unsigned long long* global, const long long* lengths,
@@ -426,11 +428,14 @@ struct splitter_buffers {
   }
 };
 
+// The search's small kernels (a thread an interval, candidate or word):
+// blocks of small_threads, as many as `threads` needs.
+inline constexpr int small_threads = 128;
 template <class... Params, class... Args>
 void launch_small(void (*kernel)(Params...), int threads, cudaStream_t stream, const char* algorithm,
                   const char* what, Args&&... args) {
-  cuda_backend::launch_with(nullptr, kernel, static_cast<index_t>((threads + 127) / 128), 128, 0, stream, algorithm,
-                            what, std::forward<Args>(args)...);
+  cuda_backend::launch_with(nullptr, kernel, static_cast<index_t>((threads + small_threads - 1) / small_threads),
+                            small_threads, 0, stream, algorithm, what, std::forward<Args>(args)...);
 }
 
 // The search over every local rank of transport t (every rank's shard in
@@ -491,7 +496,7 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
       splitter_buffers<K>& b = bufs[static_cast<std::size_t>(i)];
       set_device(i);
       if (round == 0 && b.chunks > 1) {
-        cuda_backend::launch_with(nullptr, snap_kernel<>, world * (b.chunks - 1), 256, 0, t.local(i).stream,
+        cuda_backend::launch_with(nullptr, snap_kernel<>, world * (b.chunks - 1), snap_threads, 0, t.local(i).stream,
                                   algorithm, "launch of snap_kernel", world, b.runs, b.chunks, b.taper, b.per_run(), b.cand_all,
                                   b.block(), b.counts, b.counts_all, all_lengths[static_cast<std::size_t>(i)], stride,
                                   b.sub);
