@@ -308,6 +308,35 @@ void sort4(T* x, const Comp& comp) {
   exchange(x[1], x[2]);
 }
 
+// merge_path and bound_within (backends/engine/, shared with the CUDA
+// backend) are __host__ __device__ under nvcc, and this backend calls them
+// with host-only iterators and comparators (std::deque iterators, lambdas),
+// which nvcc flags (#20011-D, #20014-D) in a __host__ __device__ function.
+// These two wrappers are the __host__ __device__ face of a host-only callee,
+// and the diagnostic is silenced for them alone: they only ever run on the
+// host.
+#if defined(__CUDACC__)
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20011, 20014
+#endif
+template <class It>
+struct host_range {
+  It it;
+  LIBMERGE_HOST_DEVICE decltype(auto) operator[](index_t i) const { return it[i]; }
+};
+
+template <class Comp>
+struct host_comparator {
+  Comp& comp;
+  template <class A, class B>
+  LIBMERGE_HOST_DEVICE bool operator()(const A& a, const B& b) const {
+    return comp(a, b);
+  }
+};
+#if defined(__CUDACC__)
+#pragma nv_diagnostic pop
+#endif
+
 // ---------------------------------------------------------------------------
 // Bound search
 
@@ -337,39 +366,12 @@ index_t gallop(Hay hay, index_t pos, index_t end, const Needle& needle, Comp& co
     lo = probe + 1;
     step = step <= (end - lo) / 2 ? 2 * step : end - lo;  // doubles, never past the end (or overflow)
   }
-  return bound_within<Upper>(hay, lo, hi, needle, comp);
+  host_comparator<Comp> host_comp{comp};
+  return bound_within<Upper>(host_range<Hay>{hay}, lo, hi, needle, host_comp);
 }
 
 // ---------------------------------------------------------------------------
 // Merge Path partition
-
-// merge_path (shared with the CUDA backend) is __host__ __device__ under
-// nvcc, and this backend calls it with host-only iterators and comparators
-// (std::deque iterators, lambdas), which nvcc flags (#20011-D, #20014-D) in
-// a __host__ __device__ function. These two wrappers are the
-// __host__ __device__ face of a host-only callee, and the diagnostic is
-// silenced for them alone: they only ever run on the host.
-#if defined(__CUDACC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20011, 20014
-#endif
-template <class It>
-struct host_range {
-  It it;
-  LIBMERGE_HOST_DEVICE decltype(auto) operator[](index_t i) const { return it[i]; }
-};
-
-template <class Comp>
-struct host_comparator {
-  Comp& comp;
-  template <class A, class B>
-  LIBMERGE_HOST_DEVICE bool operator()(const A& a, const B& b) const {
-    return comp(a, b);
-  }
-};
-#if defined(__CUDACC__)
-#pragma nv_diagnostic pop
-#endif
 
 // How many of the first `diag` outputs of merging a[0, na) and b[0, nb) come
 // from A, with Bounds' tie rule (merge_path, on the host).
