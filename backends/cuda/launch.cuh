@@ -77,16 +77,23 @@ struct merge_box_of<launch_boxes<B1, B2, Ways>> {
 // static member `lines` is a tuning table (policies/launch_box.hpp, newest
 // line first) and whose static boxes<I>() returns line I's boxes as a tuple;
 // kernel_of(boxes...) names a kernel those boxes launch: its compiled
-// architecture picks the line. Lines with equal boxes share one kernel.
+// architecture picks the line. Lines with equal boxes share one kernel,
+// which is asked once (the untuned entries copy sm_90's boxes: an sm_90 call
+// walks six lines and asks one kernel).
 template <class Table, class KernelOf, class F>
 void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& kernel_of, F&& f) {
   constexpr std::size_t n = std::size(Table::lines);
   bool done = false;
   int compiled_for = 0;
+  const void* asked = nullptr;  // the kernel compiled_for is of
   auto try_line = [&](auto index) {
     if (done) return;
     auto boxes = Table::template boxes<decltype(index)::value>();
-    compiled_for = kernel_arch(reinterpret_cast<const void*>(std::apply(kernel_of, boxes)), dev, algorithm);
+    const void* kernel = reinterpret_cast<const void*>(std::apply(kernel_of, boxes));
+    if (kernel != asked) {
+      compiled_for = kernel_arch(kernel, dev, algorithm);
+      asked = kernel;
+    }
     const int line_arch = Table::lines[decltype(index)::value].arch;
     if (static_cast<int>(decltype(index)::value) == tuning::entry_for(compiled_for)) {
       done = true;

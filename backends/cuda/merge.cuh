@@ -49,7 +49,7 @@ inline constexpr int sm_max_threads = sm_here.threads;
 // bound by how many loads are in flight: ask for a full SM (on sm_80/90/100,
 // 2048 threads, which leaves 32 registers a thread). Elements above 16 bytes
 // would spill at that limit, and architectures whose entry sets no limits
-// (before sm_80, but sm_75) get no limit at all.
+// (sm_101, sm_110, and before sm_80 but sm_75) get no limit at all.
 template <class Box, std::size_t ElementBytes>
 inline constexpr int min_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;

@@ -630,8 +630,9 @@ __global__ void __launch_bounds__(Box::nt)
 // larger part of a small sparse search (H200, 256 needles in 2^20 keys:
 // 0.0136 ms with it, against 0.0079 for the form without counts). Returns
 // what the kernel of `grid` blocks must zero (null: nothing).
-inline match_counts* counts_to_zero(match_counts* counts, bool counts_matches, index_t grid, cudaStream_t stream,
-                                    const char* algorithm) {
+template <search_type TypeA, search_type TypeB>
+match_counts* counts_to_zero(match_counts* counts, index_t grid, cudaStream_t stream, const char* algorithm) {
+  constexpr bool counts_matches = writes_match(TypeA) || writes_match(TypeB);
   if (counts == nullptr) return nullptr;  // sorted_equality_count counts no matches
   if (!counts_matches && grid > 0) return counts;
   check_cuda(cudaMemsetAsync(counts, 0, sizeof(match_counts), stream), algorithm, "cudaMemsetAsync(counts)");
@@ -642,10 +643,10 @@ inline match_counts* counts_to_zero(match_counts* counts, bool counts_matches, i
 // down to a window of interpolate_from needle spacings, then by
 // interpolation. Otherwise denser needles share more of each other's lines:
 // a 4-ary search there halves the chain of dependent loads (a box with
-// probe_4ary: always 4-ary). Interpolation pays from quaternary_below on (H200, 2^28
-// int32 keys: 0.181 against 0.246 ms for 4-ary at |B|/64, 0.53 against 0.42
-// at |B|/16, where needles share their blocks); it replaces the binary
-// search, whose kernel is then not instantiated (Interpolate).
+// probe_4ary: always 4-ary). Interpolation pays from quaternary_below on
+// (H200, 2^28 int32 keys: 0.181 against 0.246 ms for 4-ary at |B|/64, 0.53
+// against 0.42 at |B|/16, where needles share their blocks); it replaces the
+// binary search, whose kernel is then not instantiated (Interpolate).
 struct needle_plan {
   needle_probe probe;
   index_t window;  // the binary phase runs while the window holds more keys
@@ -671,12 +672,12 @@ needle_plan plan_needles(index_t needles, index_t hay_size, int quaternary_below
 template <class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom, bool ASide,
           class AIt, class BIt, class AOut, class BOut, class Comp>
 void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out, BOut b_out,
-                          match_counters counters, match_counts* counts, bool counts_matches, int quaternary_below,
-                          Comp comp, cudaStream_t stream, const char* algorithm) {
+                          match_counters counters, match_counts* counts, int quaternary_below, Comp comp,
+                          cudaStream_t stream, const char* algorithm) {
   const index_t needles = ASide ? na : nb;
   const index_t tiles = (needles + NeedleBox::nv - 1) / NeedleBox::nv;
   if (tiles > max_grid_ctas) throw_too_many_tiles(algorithm);
-  match_counts* const zero = counts_to_zero(counts, counts_matches, tiles, stream, algorithm);
+  match_counts* const zero = counts_to_zero<TypeA, TypeB>(counts, tiles, stream, algorithm);
   const index_t hay_size = ASide ? nb : na;
   using NeedleKey = value_of<std::conditional_t<ASide, AIt, BIt>>;
   using HayKey = value_of<std::conditional_t<ASide, BIt, AIt>>;
@@ -733,8 +734,8 @@ void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, inde
 template <class Box, search_type TypeA, search_type TypeB, a_writes AWrites, class Policy, class AIt, class BIt,
           class AOut, class BOut, class Comp>
 void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb,
-                        AOut a_out, BOut b_out, match_counters counters, match_counts* counts, bool counts_matches,
-                        Comp comp, const char* algorithm) {
+                        AOut a_out, BOut b_out, match_counters counters, match_counts* counts, Comp comp,
+                        const char* algorithm) {
   const cudaStream_t stream = policy.stream();
   using G = search_merge<AIt, BIt>;
   const G g{a, b, na, nb};
@@ -750,7 +751,7 @@ void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, ind
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
   index_t* mp = temp.template as<index_t>();
   unsigned char* out_of_order = reinterpret_cast<unsigned char*>(mp + num_tiles + 1);
-  match_counts* const zero = counts_to_zero(counts, counts_matches, num_tiles, stream, algorithm);
+  match_counts* const zero = counts_to_zero<TypeA, TypeB>(counts, num_tiles, stream, algorithm);
   launch_partitions<bounds::lower>(g, Box::nv, num_tiles, mp, comp, stream, dev, algorithm, out_of_order);
   launch(kernel, num_tiles, Box::nt, smem, stream, true, dev, algorithm, "search_kernel", g,
          static_cast<const index_t*>(mp), static_cast<const unsigned char*>(out_of_order),
@@ -772,21 +773,19 @@ template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_wr
 void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
                    BOut b_out, match_counters counters, match_counts* counts, int sparse_ratio,
                    int quaternary_below, Comp comp, const char* algorithm) {
-  constexpr bool counts_matches = writes_match(TypeA) || writes_match(TypeB);
   constexpr bool a_side = writes_output(TypeA) || AWrites == a_writes::equal_count;
   constexpr bool b_side = writes_output(TypeB);
   if constexpr (!a_side && !b_side) {
-    counts_to_zero(counts, counts_matches, 0, policy.stream(), algorithm);
+    counts_to_zero<TypeA, TypeB>(counts, 0, policy.stream(), algorithm);
   } else {
     const bool sparse_a = a_side && !b_side && static_cast<double>(na) * sparse_ratio <= static_cast<double>(nb);
     const bool sparse_b = !a_side && b_side && static_cast<double>(nb) * sparse_ratio <= static_cast<double>(na);
     if (sparse_a || sparse_b) {
       launch_needle_search<NeedleBox, TypeA, TypeB, AWrites, InterpolateFrom, a_side>(
-          dev, a, na, b, nb, a_out, b_out, counters, counts, counts_matches, quaternary_below, comp, policy.stream(),
-          algorithm);
+          dev, a, na, b, nb, a_out, b_out, counters, counts, quaternary_below, comp, policy.stream(), algorithm);
     } else {
-      launch_tile_search<Box, TypeA, TypeB, AWrites>(policy, dev, a, na, b, nb, a_out, b_out, counters, counts,
-                                                     counts_matches, comp, algorithm);
+      launch_tile_search<Box, TypeA, TypeB, AWrites>(policy, dev, a, na, b, nb, a_out, b_out, counters, counts, comp,
+                                                     algorithm);
     }
   }
 }
