@@ -9,11 +9,13 @@
 // once (each rank sorted, ranks in order, lengths kept, same multiset).
 //
 //   libmerge_nccl_bench [--min-log2 N] [--max-log2 N] [--runs R] [--threads] [--loopback K]
-//                       [--chunks C] [--taper T]
+//                       [--chunks C] [--taper T] [--early 0|1]
 //
 // --chunks C sets the exchange's rounds (the library's default otherwise;
 // 1: the whole exchange, then the merge), --taper T each chunk's length
 // over the one before (1: equal chunks; the library's default otherwise).
+// --early 0 turns the early round off (2 GPUs: the first runs' pieces
+// travelling while the second runs sort), --early 1 takes it at any size.
 // The exchange column runs to the last round's arrival and the merge column
 // is what is left after it.
 //
@@ -99,6 +101,7 @@ bool one_thread_per_gpu = false;
 // defaults).
 int exchange_chunks = 0;
 double exchange_taper = 0;
+int early_round = -1;
 
 template <bool Pairs, class Transport>
 void sort_with(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, nb::phase_marks* marks) {
@@ -110,7 +113,7 @@ void sort_with(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, nb:
     v.push_back({thrust::raw_pointer_cast(r->keys.data()), vals, r->n});
   }
   nb::sort_shards<Pairs>(t, v, lm::less<>(), Pairs ? "merge_sort_by_key" : "merge_sort", marks, exchange_chunks,
-                         exchange_taper);
+                         exchange_taper, early_round);
 }
 
 template <class Transport>
@@ -327,6 +330,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--min-log2") && i + 1 < argc) min_log2 = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--chunks") && i + 1 < argc) exchange_chunks = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--taper") && i + 1 < argc) exchange_taper = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--early") && i + 1 < argc) early_round = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--loopback") && i + 1 < argc) loopback = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--threads")) one_thread_per_gpu = true;
@@ -337,10 +341,12 @@ int main(int argc, char** argv) {
   cuda_check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   int nccl_version = 0;
   ncclGetVersion(&nccl_version);
-  std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms; %s; exchange in %s chunks, taper %s\n",
+  std::printf("# %d x %s, NCCL %d, median of %d runs after a warm-up; ms; %s; exchange in %s chunks, taper %s, early "
+              "round %s\n",
               visible, prop.name, nccl_version, runs, one_thread_per_gpu ? "a thread a GPU" : "one thread drives every GPU",
               exchange_chunks > 0 ? std::to_string(exchange_chunks).c_str() : "the default number of",
-              exchange_taper > 0 ? std::to_string(exchange_taper).c_str() : "the default");
+              exchange_taper > 0 ? std::to_string(exchange_taper).c_str() : "the default",
+              early_round < 0 ? "by default" : (early_round ? "wherever two runs" : "off"));
   std::printf("%-6s %-5s %5s %10s %10s %10s %10s %10s %10s %10s %8s %8s %s\n", "keys", "type", "gpus", "total",
               "local_sort", "splitters", "exchange", "merge", "alltoall", "a2a+copy", "xchg/a2a", "vs_1gpu", "check");
   std::vector<int> counts;

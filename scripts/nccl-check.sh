@@ -39,7 +39,7 @@ for s in $STEPS; do
     # quick sizes); NCCL's own kernels are not theirs to check.
     memcheck) step nccl-sanitizer.log memcheck 300 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool memcheck \
                 --error-exitcode 99 "$BIN/test_nccl_merge_sort" \
-                --run_test=loopback_random_shards,loopback_shards_off_16_byte_boundaries,loopback_host_pointer_on_one_rank,loopback_two_runs_a_rank ;;
+                --run_test=loopback_random_shards,loopback_shards_off_16_byte_boundaries,loopback_host_pointer_on_one_rank,loopback_two_runs_a_rank,loopback_early_round ;;
     racecheck) step nccl-sanitizer.log racecheck 300 env LIBMERGE_TEST_QUICK=1 compute-sanitizer --tool racecheck \
                  --error-exitcode 99 "$BIN/test_nccl_merge_sort" --run_test=loopback_random_shards ;;
     bench)

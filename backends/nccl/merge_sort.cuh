@@ -8,7 +8,10 @@
 //   2. local sort   each rank sorts its shard with the CUDA merge sort into
 //                   a buffer of its own (its runs): one sorted run, or on 2
 //                   GPUs two, the last merge level left out where that saves
-//                   a pass (the receiving rank's 4-way merge makes it)
+//                   a pass (the receiving rank's 4-way merge makes it); on 2
+//                   GPUs the two runs as two sorts, and while the second
+//                   sorts the early round moves the first runs' pieces by a
+//                   search over the first runs alone (early_round)
 //   3. splitters    exact global splitters by a distributed co-rank search
 //                   over every rank's runs (splitters.cuh), and the cuts of
 //                   each rank's output into chunks, then an all-gather of
@@ -16,7 +19,8 @@
 //   4. exchange     a round a chunk (as many as GPUs up to 4, fewer where
 //                   the longest shard would give a round under 2^22
 //                   elements; each chunk 0.8 times the one before on 2
-//                   GPUs, 0.6 on more), each an NCCL
+//                   GPUs, 0.6 on more; after an early round 4 equal
+//                   rounds, each with what did not come early), each an NCCL
 //                   group of ncclSend/ncclRecv for keys and values on a
 //                   stream of the rank's own of the highest priority, each
 //                   piece moved on 256-byte boundaries (wire()) from the runs
@@ -98,7 +102,8 @@ struct header {
   long long comp_code;
   long long failed;    // this rank failed before the headers
   long long four_way;  // merge_four is there for these types on its device
-  char reason[192];    // the start of its message
+  long long half;      // W of its local sort's two runs [0, W) and [W, n) on 2 GPUs, else 0 (early_round)
+  char reason[184];    // the start of its message
 };
 static_assert(sizeof(header) == 256, "headers travel as 256-byte records");
 
@@ -194,6 +199,7 @@ struct rank_state {
   unsigned long long* done_send = nullptr;
   unsigned long long* done_all = nullptr;
   splitter_buffers<K> search;
+  splitter_buffers<K> early_search;  // the early round's, over the first runs alone (early_round)
   // `big` holds the keys' array, then the values': the local sort's runs
   // (elements [0, n): what the rank sends, and its own pieces, which never
   // move) and after them the slots the exchange receives into (from element
@@ -205,13 +211,22 @@ struct rank_state {
   K* tmp_keys = nullptr;  // the merge tree's second buffer (more than two pieces, no merge_four)
   V* tmp_vals = nullptr;
   bool sorted = false;  // the runs hold the rank's shard, sorted (restore_shard)
+  // The early round (plan.early): the first run [0, half) sorted on its own
+  // before the second (restore_shard), and where each peer q's first run is
+  // mirrored in keys/vals (mirror[q]; -1 for the rank itself): its pieces
+  // land there at their own offsets, early or later (layout_early).
+  long long half = 0;
+  bool first_sorted = false;
+  std::vector<long long> mirror;
   // A stream of the rank's device (for a rank whose own stream is of another
   // device: it still reports to the others).
   cudaStream_t side = nullptr;
   // The exchange's stream (of the device's highest priority) and its events:
-  // [0] the runs are ready (on `stream`), [1 + c] chunk c has arrived.
+  // [0] the runs are ready (on `stream`), [1 + c] chunk c has arrived; with
+  // the early round two more: the first run sorted, the early round arrived.
   cudaStream_t exchange_stream = nullptr;
   std::vector<cudaEvent_t> events;
+  cudaEvent_t first_run = nullptr, early_done = nullptr;  // (also in events)
 
   rank_state() = default;
   rank_state(const rank_state&) = delete;
@@ -303,6 +318,7 @@ struct host_view {
   header* send;
   header* all;  // local x world
   long long* splits;  // local x world x record_words(): cut_matrix
+  long long* early;   // local x world x record_words(1, world, 1): the early round's cuts
 };
 
 // A rank's checks and buffers before the headers. A failure is kept in
@@ -342,6 +358,9 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
     }
     h.four_way = cuda_backend::four_way_available<local_policy, K, V, WithValues, Comp>(
         dev, std::max<index_t>(s.shard.n, 1), algorithm);
+    if (most_runs(world) == 2) {
+      h.half = cuda_backend::two_run_width<local_policy, K, V, WithValues, Comp>(dev, s.shard.n, algorithm);
+    }
   } catch (const std::exception& e) {
     s.error = std::current_exception();
     h.failed = 1;
@@ -351,17 +370,21 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
     h.failed = 1;
   }
   s.search.world = world;
+  s.early_search.world = world;
   const std::size_t headers = align16(sizeof(header)) + align16(static_cast<std::size_t>(world) * sizeof(header));
-  s.small.emplace(cuda::pool_allocator{}, s.stream, headers + s.search.bytes() + 32, algorithm);
+  const std::size_t searches = s.search.bytes() + s.early_search.bytes();
+  s.small.emplace(cuda::pool_allocator{}, s.stream, headers + searches + 32, algorithm);
   char* p = s.small->template as<char>();
   s.header_send = reinterpret_cast<header*>(p);
   s.header_all = reinterpret_cast<header*>(p + align16(sizeof(header)));
   s.search.carve(p + headers);
-  s.done_send = reinterpret_cast<unsigned long long*>(p + headers + s.search.bytes());
+  s.early_search.carve(p + headers + s.search.bytes());
+  s.done_send = reinterpret_cast<unsigned long long*>(p + headers + searches);
   s.done_all = s.done_send + 2;
   // The first run's length, which the local sort writes: 0 until then (a
   // rank whose sort fails still searches, clamped, and reads a set word).
   check_cuda(cudaMemsetAsync(s.search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(s.early_search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
   check_cuda(cudaMemsetAsync(s.done_send, 0, 32, s.stream), algorithm, "cudaMemsetAsync");
 }
 
@@ -431,6 +454,7 @@ struct call_plan {
   int chunks = 1;  // the exchange's rounds; each rank's output is cut into as many chunks
   double taper = 1.0;  // each chunk over the one before (chunk_target)
   bool four_way = false;
+  bool early = false;  // the first runs' pieces travel while the second runs sort (early_round)
   int pieces(int world) const { return world * runs; }  // a chunk's
   // The merge tree's second buffer: more than two pieces without merge_four.
   bool needs_tmp(int world) const { return pieces(world) > (four_way ? 4 : 2); }
@@ -456,9 +480,16 @@ inline constexpr int most_default_chunks = 4;
 inline constexpr long long min_chunk = 1LL << 22;
 inline double default_taper(int world) { return world <= 2 ? 0.8 : 0.6; }
 
+// The early round by default where every rank's first run has at least
+// this many elements: it costs a search (three rounds of collectives) and a
+// host wait whatever it moves. (Measured at first runs of 2^26 and 2^28
+// elements, where it gains; not below.)
+inline constexpr long long min_early = 1LL << 20;
+
 // chunks: the exchange's rounds the caller asks for, taper its chunks'
-// ratio (0: the defaults; tests and benchmarks set them).
-inline call_plan plan_call(const header* all, int world, long long longest, int chunks, double taper) {
+// ratio (0: the defaults); early: 1 the early round wherever there are two
+// runs, 0 never, -1 by default (tests and benchmarks set them).
+inline call_plan plan_call(const header* all, int world, long long longest, int chunks, double taper, int early) {
   call_plan c;
   c.four_way = true;
   for (int q = 0; q < world; ++q) c.four_way = c.four_way && all[q].four_way != 0;
@@ -470,8 +501,47 @@ inline call_plan plan_call(const header* all, int world, long long longest, int 
   const long long wanted =
       chunks > 0 ? chunks : (world <= most_default_chunks ? std::min<long long>(longest / min_chunk, world) : 1);
   c.chunks = static_cast<int>(std::clamp<long long>(wanted, 1, max_chunks));
-  c.taper = taper > 0 ? taper : default_taper(world);
+  c.early = early != 0 && c.runs == 2;
+  for (int q = 0; q < world; ++q) {
+    const long long w = all[q].half;
+    c.early = c.early && w > 0 && w < all[q].n && (early > 0 || w >= min_early);
+  }
+  // After the early round the exchange moves about half as much, and the
+  // merges, not NCCL, set the pace: more rounds, equal (2^30 int32 keys
+  // on 2 H100s, ms: 2 rounds tapered 0.8 25.97-26.17, 2 equal 26.35, 3
+  // 25.86, 4 25.90, 6 26.04, 8 26.17; pairs 45.74-45.76, 46.44, 45.66,
+  // 45.34, 45.39, 45.67).
+  if (c.early && chunks <= 0) {
+    c.chunks = static_cast<int>(std::clamp<long long>(longest / min_chunk, 1, most_default_chunks));
+  }
+  c.taper = taper > 0 ? taper : (c.early ? 1.0 : default_taper(world));
   return c;
+}
+
+// Where local rank r keeps what the early round and the rounds after it
+// bring (plan.early): after its runs (n elements), a mirror of each peer q's
+// first run (its W elements and a margin for the widened pieces, at a
+// multiple of 256 elements: every piece lands at its own offset in q's runs,
+// as aligned as it was there, in keys and values alike), then the slots for
+// the second runs' pieces, which hold at most min(n, the peers' second runs).
+struct early_layout {
+  std::vector<long long> mirror;
+  long long slots = 0, slot_room = 0;
+};
+inline long long round_256(long long x) { return (x + 255) / 256 * 256; }
+inline early_layout layout_early(int r, const header* all, int world, std::size_t margin) {
+  early_layout e;
+  long long at = round_256(all[r].n), second = 0;
+  for (int q = 0; q < world; ++q) {
+    e.mirror.push_back(q == r ? -1 : at);
+    if (q != r) {
+      at = round_256(at + all[q].half + static_cast<long long>(margin));
+      second += all[q].n - all[q].half;
+    }
+  }
+  e.slots = at;
+  e.slot_room = std::min(all[r].n, second);
+  return e;
 }
 
 // Elements of room around each received piece: NCCL moves pieces widened to
@@ -482,42 +552,59 @@ std::size_t slot_margin() {
   return (wire_align + smallest - 1) / smallest;
 }
 
-// The exchange's stream and events of a rank, its stream waiting for the
-// runs. The highest priority: a chunk's NCCL kernels then take SMs as the
-// blocks of the merge before them end, instead of after its last wave.
+// The exchange's stream and events of a rank, its stream waiting for what
+// the stream has sorted so far (the runs, or with the early round the first
+// run). The highest priority: a chunk's NCCL kernels then take SMs as the
+// blocks of the merge (or sort) before them end, instead of after its last
+// wave.
 template <class K, class V>
-void open_exchange(rank_state<K, V>& s, int chunks, const char* algorithm) {
+void open_exchange(rank_state<K, V>& s, const call_plan& plan, const char* algorithm) {
   int least = 0, greatest = 0;
   check_cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), algorithm, "cudaDeviceGetStreamPriorityRange");
   check_cuda(cudaStreamCreateWithPriority(&s.exchange_stream, cudaStreamNonBlocking, greatest), algorithm,
              "cudaStreamCreateWithPriority");
-  for (int e = 0; e <= chunks; ++e) {
+  for (int e = 0; e <= plan.chunks + (plan.early ? 2 : 0); ++e) {
     cudaEvent_t ev{};
     check_cuda(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), algorithm, "cudaEventCreate");
     s.events.push_back(ev);
   }
-  check_cuda(cudaEventRecord(s.events[0], s.stream), algorithm, "cudaEventRecord");
-  check_cuda(cudaStreamWaitEvent(s.exchange_stream, s.events[0], 0), algorithm, "cudaStreamWaitEvent");
+  const cudaEvent_t ready = plan.early ? s.events[s.events.size() - 2] : s.events[0];
+  if (plan.early) {
+    s.first_run = ready;
+    s.early_done = s.events.back();
+  }
+  check_cuda(cudaEventRecord(ready, s.stream), algorithm, "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(s.exchange_stream, ready, 0), algorithm, "cudaStreamWaitEvent");
 }
 
 // The local sort and the exchange's buffers: a failure becomes the rank's
 // status, which travels with its cuts (check_cuts). The runs and the receive
 // slots come from one allocation (rank_state::keys); the local sort's own
 // scratch is the caller's shard, which the merge overwrites at the end.
+// With the early round this sorts the first run only (sort_second the other).
 template <bool WithValues, class K, class V, class Comp>
-long long sort_rank(rank_state<K, V>& s, int world, const call_plan& plan, Comp comp, const char* algorithm) {
+long long sort_rank(rank_state<K, V>& s, int world, const header* all, const call_plan& plan, Comp comp,
+                    const char* algorithm) {
   try {
     check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
     const local_policy par = cuda::par.on(s.stream);
     if (s.shard.n > 0) {
       // The runs (n elements), the slots (n elements at most, and a margin
       // on both sides of every piece of every chunk, plus 16 to start each
-      // piece at the offset plan_pieces picks), and the tree's second buffer
-      // where needed.
+      // piece at the offset plan_pieces picks; with the early round the
+      // mirrors first and less room for the slots: layout_early), and the
+      // tree's second buffer where needed.
       const std::size_t n = static_cast<std::size_t>(s.shard.n);
-      const std::size_t elements = 2 * n + static_cast<std::size_t>(plan.pieces(world)) *
-                                               static_cast<std::size_t>(plan.chunks) *
-                                               (2 * slot_margin<K, V, WithValues>() + 16);
+      const std::size_t margin = slot_margin<K, V, WithValues>();
+      std::size_t received = n;
+      if (plan.early) {
+        const early_layout e = layout_early(s.rank, all, world, margin);
+        s.mirror = e.mirror;
+        s.half = all[s.rank].half;
+        received = static_cast<std::size_t>(e.slots - static_cast<long long>(n) + e.slot_room);
+      }
+      const std::size_t elements = n + received + static_cast<std::size_t>(plan.pieces(world)) *
+                                                      static_cast<std::size_t>(plan.chunks) * (2 * margin + 16);
       const std::size_t keys = align_wire(elements * sizeof(K)), vals = WithValues ? align_wire(elements * sizeof(V)) : 0;
       const std::size_t tmp =
           plan.needs_tmp(world) ? align_wire(n * sizeof(K)) + (WithValues ? align_wire(n * sizeof(V)) : 0) : 0;
@@ -530,17 +617,74 @@ long long sort_rank(rank_state<K, V>& s, int world, const call_plan& plan, Comp 
         if constexpr (WithValues) s.tmp_vals = reinterpret_cast<V*>(p + keys + vals + align_wire(n * sizeof(K)));
       }
     }
-    cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
-        par, s.shard.keys, s.shard.vals, s.shard.n,
-        cuda_backend::runs_target<K, V>{s.keys, s.vals, plan.runs == 2, s.search.width}, comp, algorithm);
-    s.sorted = true;
+    if (plan.early) {
+      cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
+          par, s.shard.keys, s.shard.vals, s.half, cuda_backend::runs_target<K, V>{s.keys, s.vals, false, s.search.width},
+          comp, algorithm);
+      s.first_sorted = true;
+    } else {
+      cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
+          par, s.shard.keys, s.shard.vals, s.shard.n,
+          cuda_backend::runs_target<K, V>{s.keys, s.vals, plan.runs == 2, s.search.width}, comp, algorithm);
+      s.sorted = true;
+    }
     // The exchange's stream and events now, while the GPU sorts: made after
     // the cuts arrive (host wait 2), they held the first round back.
-    open_exchange(s, plan.chunks, algorithm);
+    open_exchange(s, plan, algorithm);
     return 0;
   } catch (...) {
     s.error = std::current_exception();
     return 1;
+  }
+}
+
+// The early round's second sort: [W, n) into the second run, then W as the
+// first run's length (the exact search's and restore_shard's).
+template <bool WithValues, class K, class V, class Comp>
+long long sort_second(rank_state<K, V>& s, Comp comp, const char* algorithm) {
+  if (s.error) return 1;
+  try {
+    check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
+    const long long w = s.half;
+    cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
+        cuda::par.on(s.stream), s.shard.keys + w, WithValues ? s.shard.vals + w : s.shard.vals, s.shard.n - w,
+        cuda_backend::runs_target<K, V>{s.keys + w, WithValues ? s.vals + w : s.vals, false, s.search.width}, comp,
+        algorithm);
+    cuda_backend::launch_with(nullptr, cuda_backend::store_width_kernel<>, 1, 1, 0, s.stream, algorithm,
+                              "launch of store_width_kernel", s.search.width, w);
+    s.sorted = true;
+    check_cuda(cudaEventRecord(s.events[0], s.stream), algorithm, "cudaEventRecord");
+    return 0;
+  } catch (...) {
+    s.error = std::current_exception();
+    return 1;
+  }
+}
+
+// restore_shard where the early round's second sort failed: the first run
+// back into [0, W) of the shard (its scratch), then the shard sorted.
+template <bool WithValues, class K, class V, class Comp>
+void restore_first_run(rank_state<K, V>& s, Comp comp) noexcept {
+  try {
+    cudaSetDevice(s.device);
+    if (s.exchange_stream != nullptr) cudaStreamSynchronize(s.exchange_stream);
+    cudaGetLastError();
+    const std::size_t w = static_cast<std::size_t>(s.half);
+    if (cudaMemcpyAsync(s.shard.keys, s.keys, sizeof(K) * w, cudaMemcpyDeviceToDevice, s.stream) != cudaSuccess) return;
+    if constexpr (WithValues) {
+      if (cudaMemcpyAsync(s.shard.vals, s.vals, sizeof(V) * w, cudaMemcpyDeviceToDevice, s.stream) != cudaSuccess) {
+        return;
+      }
+    }
+    const local_policy par = cuda::par.on(s.stream);
+    if constexpr (WithValues) {
+      libmerge::merge_sort_by_key(par, s.shard.keys, s.shard.keys + s.shard.n, s.shard.vals, comp);
+    } else {
+      libmerge::merge_sort(par, s.shard.keys, s.shard.keys + s.shard.n, comp);
+    }
+    cudaStreamSynchronize(s.stream);
+  } catch (...) {
+    cudaGetLastError();
   }
 }
 
@@ -549,7 +693,9 @@ long long sort_rank(rank_state<K, V>& s, int world, const call_plan& plan, Comp 
 // runs, or their copy. Best effort: a device that failed cannot be helped.
 template <bool WithValues, class K, class V, class Comp>
 void restore_shard(rank_state<K, V>& s, Comp comp) noexcept {
-  if (!s.sorted || s.shard.n == 0) return;
+  if (s.shard.n == 0) return;
+  if (!s.sorted && s.first_sorted) return restore_first_run<WithValues>(s, comp);
+  if (!s.sorted) return;
   try {
     cudaSetDevice(s.device);
     if (s.exchange_stream != nullptr) cudaStreamSynchronize(s.exchange_stream);
@@ -673,11 +819,35 @@ struct piece_plan {
            static_cast<std::size_t>(j);
   }
 };
-inline piece_plan plan_pieces(int r, const cut_matrix& m, const header* all, std::size_t margin) {
+// What the early round moved (the same on every rank): rank q's first-run
+// piece for rank s, [cut[q][s], cut[q][s + 1]) of q's first run, where
+// `moved` (else nothing went early).
+struct early_cuts {
+  bool moved = false;
+  int world = 0;
+  std::vector<long long> cut;  // world x (world + 1)
+  std::pair<long long, long long> sent(int q, int s) const {
+    if (!moved) return {0, 0};
+    const std::size_t at = static_cast<std::size_t>(q) * static_cast<std::size_t>(world + 1) + static_cast<std::size_t>(s);
+    return {cut[at], cut[at + 1]};
+  }
+};
+
+// Piece [a, b) less what went early, e: the part below e (part 0) or above
+// it (part 1). Without an early round the whole piece is part 0.
+inline std::pair<long long, long long> not_sent(long long a, long long b, std::pair<long long, long long> e, int part) {
+  if (e.second <= e.first) return part == 0 ? std::pair{a, b} : std::pair{0LL, 0LL};
+  return part == 0 ? std::pair{a, std::min(b, e.first)} : std::pair{std::max(a, e.second), b};
+}
+
+// (mirror: layout_early's, empty without the early round: a peer's
+// first-run piece is then at its offset in the mirror of that run.)
+inline piece_plan plan_pieces(int r, const cut_matrix& m, const header* all, std::size_t margin,
+                              const std::vector<long long>& mirror, long long slots) {
   piece_plan p;
   p.world = m.world;
   p.runs = m.runs;
-  long long cursor = all[r].n, out = 0;
+  long long cursor = mirror.empty() ? all[r].n : slots, out = 0;
   for (int c = 0; c < m.chunks; ++c) {
     p.out.push_back(out);
     for (int q = 0; q < m.world; ++q) {
@@ -686,6 +856,8 @@ inline piece_plan plan_pieces(int r, const cut_matrix& m, const header* all, std
         long long at = 0;
         if (q == r) {
           at = m.from(r, j, r, c);
+        } else if (j == 0 && !mirror.empty()) {
+          at = mirror[static_cast<std::size_t>(q)] + m.from(q, 0, r, c);
         } else if (count > 0) {
           const long long a = m.from(q, j, r, c);
           at = cursor + static_cast<long long>(margin);
@@ -708,19 +880,33 @@ inline piece_plan plan_pieces(int r, const cut_matrix& m, const header* all, std
 struct wire_plan {
   pieces out, in;
 };
+// With the early round (mirror not empty) a first-run piece sends what the
+// early round did not (`part`: below or above it, not_sent) into the
+// receiver's mirror of the sender's first run, at its own offset there.
 inline wire_plan plan_wire(int r, int j, int c, const cut_matrix& m, const piece_plan& pp, std::size_t size,
-                           const header* all) {
+                           const header* all, const std::vector<long long>& mirror, const early_cuts& e, int part) {
   wire_plan p;
+  const bool mirrored = j == 0 && !mirror.empty();
   for (int q = 0; q < m.world; ++q) {
     wire_piece o, i;
-    if (q != r) {  // every rank's runs start on a wire_align boundary (rank_state::keys)
-      o = wire(m.from(r, j, q, c), m.from(r, j, q, c) + m.count(r, j, q, c), size, all[r].n);
-      i = wire(m.from(q, j, r, c), m.from(q, j, r, c) + m.count(q, j, r, c), size, all[q].n);
+    if (q != r && (mirrored || part == 0)) {  // every rank's runs start on a wire_align boundary (rank_state::keys)
+      auto out = std::pair{m.from(r, j, q, c), m.from(r, j, q, c) + m.count(r, j, q, c)};
+      auto in = std::pair{m.from(q, j, r, c), m.from(q, j, r, c) + m.count(q, j, r, c)};
+      if (mirrored) {
+        out = not_sent(out.first, out.second, e.sent(r, q), part);
+        in = not_sent(in.first, in.second, e.sent(q, r), part);
+      }
+      o = wire(out.first, out.second, size, all[r].n);
+      i = wire(in.first, in.second, size, all[q].n);
     }
     const std::size_t at = static_cast<std::size_t>(pp.at[pp.index(c, q, j)]);
     p.out.offset.push_back(o.lo);
     p.out.bytes.push_back(o.hi - o.lo);
-    p.in.offset.push_back(i.hi > i.lo ? at * size - i.head : 0);
+    if (mirrored) {
+      p.in.offset.push_back(i.hi > i.lo ? static_cast<std::size_t>(mirror[static_cast<std::size_t>(q)]) * size + i.lo : 0);
+    } else {
+      p.in.offset.push_back(i.hi > i.lo ? at * size - i.head : 0);
+    }
     p.in.bytes.push_back(i.hi - i.lo);
   }
   return p;
@@ -731,14 +917,15 @@ inline wire_plan plan_wire(int r, int j, int c, const cut_matrix& m, const piece
 // runs into the slots (plan_pieces). A rank's own pieces do not move.
 template <bool WithValues, class K, class V, class Transport>
 void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
-                     const std::vector<piece_plan>& pp, int c) {
-  auto send = [&](int j, bool values) {
+                     const std::vector<piece_plan>& pp, const early_cuts& e, int c) {
+  auto send = [&](int j, bool values, int part) {
     std::vector<const char*> from;
     std::vector<char*> to;
     std::vector<pieces> out, in;
     for (std::size_t i = 0; i < st.size(); ++i) {
       char* base = values ? reinterpret_cast<char*>(st[i].vals) : reinterpret_cast<char*>(st[i].keys);
-      const wire_plan w = plan_wire(st[i].rank, j, c, m, pp[i], values ? sizeof(V) : sizeof(K), all);
+      const wire_plan w =
+          plan_wire(st[i].rank, j, c, m, pp[i], values ? sizeof(V) : sizeof(K), all, st[i].mirror, e, part);
       from.push_back(base);
       to.push_back(base);
       out.push_back(w.out);
@@ -751,8 +938,11 @@ void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const head
   t.on_streams(streams, [&] {
     t.grouped([&] {
       for (int j = 0; j < m.runs; ++j) {
-        send(j, false);
-        if constexpr (WithValues) send(j, true);
+        const int parts = j == 0 && !st.front().mirror.empty() ? 2 : 1;  // (the early round: below and above it)
+        for (int part = 0; part < parts; ++part) {
+          send(j, false, part);
+          if constexpr (WithValues) send(j, true, part);
+        }
       }
     });
   });
@@ -838,22 +1028,145 @@ struct local_runs {
   std::vector<const long long*> all_lengths;
 };
 
-// 2. The local sorts, into each rank's runs.
+// 2. The local sorts, into each rank's runs (with the early round the first
+// runs, then the second ones, all queued before anything waits).
 template <bool WithValues, class K, class V, class Comp>
-local_runs<K> sort_locally(std::vector<rank_state<K, V>>& st, int world, const call_plan& plan, Comp comp,
-                           const char* algorithm) {
+local_runs<K> sort_locally(std::vector<rank_state<K, V>>& st, int world, const header* all, const call_plan& plan,
+                           Comp comp, const char* algorithm) {
   local_runs<K> r;
   for (rank_state<K, V>& s : st) {
     s.search.runs = plan.runs;
     s.search.chunks = plan.chunks;
     s.search.taper = plan.taper;
-    r.status.push_back(sort_rank<WithValues>(s, world, plan, comp, algorithm));
+    r.status.push_back(sort_rank<WithValues>(s, world, all, plan, comp, algorithm));
     r.lengths.push_back(static_cast<long long>(s.shard.n));
     r.keys.push_back(s.keys != nullptr ? s.keys : s.shard.keys);
     r.all_lengths.push_back(&s.header_all[0].n);
   }
+  if (plan.early) {
+    for (std::size_t i = 0; i < st.size(); ++i) r.status[i] = sort_second<WithValues>(st[i], comp, algorithm);
+  }
   return r;
 }
+
+// The early round's pieces (early_cuts), keys and values in one group on the
+// exchange streams, each into the receiver's mirror of the sender's first
+// run; the ranks' streams then wait for them.
+template <bool WithValues, class K, class V, class Transport>
+void send_early(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const early_cuts& e,
+                const std::vector<cudaStream_t>& streams, device_scope& scope, const char* algorithm) {
+  const int world = t.world();
+  auto send = [&](bool values) {
+    std::vector<const char*> from;
+    std::vector<char*> to;
+    std::vector<pieces> out, in;
+    for (rank_state<K, V>& s : st) {
+      const std::size_t size = values ? sizeof(V) : sizeof(K);
+      char* base = values ? reinterpret_cast<char*>(s.vals) : reinterpret_cast<char*>(s.keys);
+      pieces o, i;
+      for (int q = 0; q < world; ++q) {
+        wire_piece a, b;
+        if (q != s.rank) {
+          a = wire(e.sent(s.rank, q).first, e.sent(s.rank, q).second, size, all[s.rank].n);
+          b = wire(e.sent(q, s.rank).first, e.sent(q, s.rank).second, size, all[q].n);
+        }
+        o.offset.push_back(a.lo);
+        o.bytes.push_back(a.hi - a.lo);
+        i.offset.push_back(b.hi > b.lo ? static_cast<std::size_t>(s.mirror[static_cast<std::size_t>(q)]) * size + b.lo : 0);
+        i.bytes.push_back(b.hi - b.lo);
+      }
+      from.push_back(base);
+      to.push_back(base);
+      out.push_back(o);
+      in.push_back(i);
+    }
+    t.exchange(from, out, to, in);
+  };
+  t.on_streams(streams, [&] {
+    t.grouped([&] {
+      send(false);
+      if constexpr (WithValues) send(true);
+    });
+  });
+  // The exact search's collectives (on the ranks' streams) after the early
+  // round's, on every rank alike.
+  for (rank_state<K, V>& s : st) {
+    scope.set(s.device, algorithm);
+    check_cuda(cudaEventRecord(s.early_done, s.exchange_stream), algorithm, "cudaEventRecord");
+    check_cuda(cudaStreamWaitEvent(s.stream, s.early_done, 0), algorithm, "cudaStreamWaitEvent");
+  }
+}
+
+// 2b. The early round (plan.early: 2 GPUs, two runs a rank), while the
+// second runs sort. Once every rank's first run is sorted, the search of
+// splitters.cuh over the first runs alone, as if they were all the data
+// (boundary s after the lower ranks' first runs: where the exact cuts fall
+// when a rank's halves hold alike keys), on the exchange streams; a host
+// wait for its cuts (the GPUs meanwhile sort the second runs); then the
+// pieces travel, each into the receiver's mirror of the sender's first run
+// (layout_early). The exact search (find_cuts) decides what each rank
+// merges: the rounds after it send of each first-run piece only what came
+// not early (plan_wire), next to what did at its own offset in the mirror,
+// and what came early outside the exact piece is never read. So the early
+// cuts need only be the same on every rank; where they are no use (a rank
+// failed, a comparator that is no strict weak ordering) nothing goes early
+// and the rounds after send everything. 2^30 int32 keys on 2 GPUs: about
+// half the exchange behind the second runs' sorts (docs/multi-gpu-sort.md).
+template <bool WithValues, class K, class V, class Transport, class Comp>
+void early_round(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const local_runs<K>& r,
+                 long long* words, early_cuts& e, Comp comp, device_scope& scope, const char* algorithm) {
+  const int world = t.world();
+  const std::size_t W = static_cast<std::size_t>(world);
+  const std::size_t stride = splitter_buffers<K>::record_words(1, world, 1);
+  std::vector<splitter_buffers<K>> bufs;
+  std::vector<long long> halves;
+  std::vector<const long long*> all_halves;
+  std::vector<cudaStream_t> streams;
+  long long longest = 0;
+  for (int q = 0; q < world; ++q) longest = std::max(longest, all[q].half);
+  for (rank_state<K, V>& s : st) {
+    s.early_search.runs = 1;
+    s.early_search.chunks = 1;
+    bufs.push_back(s.early_search);
+    halves.push_back(all[s.rank].half);
+    all_halves.push_back(&s.header_all[0].half);
+    streams.push_back(s.exchange_stream != nullptr ? s.exchange_stream : s.stream);
+  }
+  t.on_streams(streams, [&] {
+    find_splitters(t, bufs, r.keys, halves, r.status, all_halves, static_cast<int>(sizeof(header) / sizeof(long long)),
+                   longest, comp, [&](int i) { scope.set(st[static_cast<std::size_t>(i)].device, algorithm); },
+                   algorithm);
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      scope.set(st[i].device, algorithm);
+      check_cuda(cudaMemcpyAsync(words + i * W * stride, st[i].early_search.splits_all, W * stride * sizeof(long long),
+                                 cudaMemcpyDeviceToHost, streams[i]),
+                 algorithm, "cudaMemcpyAsync (early cuts)");
+    }
+    t.wait_all();
+  });
+  // Usable where every rank is well and every boundary's cuts are in order,
+  // in range and add up (local rank 0's copy: every rank holds the same).
+  e.world = world;
+  e.moved = true;
+  for (int q = 0; q < world; ++q) e.moved = e.moved && words[static_cast<std::size_t>(q) * stride + stride - 2] == 0;
+  for (int b = 0; b <= world && e.moved; ++b) {
+    long long sum = 0, target = 0;
+    for (int q = 0; q < world; ++q) {
+      const long long c = words[static_cast<std::size_t>(q) * stride + static_cast<std::size_t>(b)];
+      const long long before = b == 0 ? 0 : words[static_cast<std::size_t>(q) * stride + static_cast<std::size_t>(b) - 1];
+      e.moved = e.moved && c >= before && c <= all[q].half && (b > 0 || c == 0) && (b < world || c == all[q].half);
+      sum += c;
+      if (q < b) target += all[q].half;
+    }
+    e.moved = e.moved && sum == target;
+  }
+  if (!e.moved) return;
+  for (int q = 0; q < world; ++q) {
+    for (int b = 0; b <= world; ++b) e.cut.push_back(words[static_cast<std::size_t>(q) * stride + static_cast<std::size_t>(b)]);
+  }
+  send_early<WithValues>(t, st, all, e, streams, scope, algorithm);
+}
+
 
 // 3. The splitters, and every rank's cuts and status copied to `splits` on
 // the host (wait 2).
@@ -888,17 +1201,22 @@ void find_cuts(Transport& t, std::vector<rank_state<K, V>>& st, const local_runs
 // anyway.) Then the wait for the end (wait 3).
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
-                        const call_plan& plan, Comp comp, device_scope& scope, const phase_marker<Transport>& mark,
-                        const char* algorithm) {
+                        const call_plan& plan, const early_cuts& e, Comp comp, device_scope& scope,
+                        const phase_marker<Transport>& mark, const char* algorithm) {
   std::vector<piece_plan> pp;
   std::vector<cudaStream_t> exchange_streams;
   for (rank_state<K, V>& s : st) {
     scope.set(s.device, algorithm);
-    pp.push_back(plan_pieces(s.rank, m, all, slot_margin<K, V, WithValues>()));
+    const std::size_t margin = slot_margin<K, V, WithValues>();
+    pp.push_back(plan_pieces(s.rank, m, all, margin, s.mirror,
+                             plan.early ? layout_early(s.rank, all, m.world, margin).slots : 0));
     exchange_streams.push_back(s.exchange_stream);
+    if (plan.early) {  // (the exchange stream waited for the first run only)
+      check_cuda(cudaStreamWaitEvent(s.exchange_stream, s.events[0], 0), algorithm, "cudaStreamWaitEvent");
+    }
   }
   for (int c = 0; c < plan.chunks; ++c) {
-    exchange_pieces<WithValues>(t, st, all, m, pp, c);
+    exchange_pieces<WithValues>(t, st, all, m, pp, e, c);
     if (c + 1 == plan.chunks) mark(3, &exchange_streams);
     for (std::size_t i = 0; i < st.size(); ++i) {
       scope.set(st[i].device, algorithm);
@@ -920,10 +1238,12 @@ void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const h
 // the steps at the top of this file, each a function above.
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp comp, const char* algorithm,
-                 phase_marks* marks = nullptr, int chunks = 0, double taper = 0) {
+                 phase_marks* marks = nullptr, int chunks = 0, double taper = 0, int early = -1) {
   // (`chunks`, the exchange's rounds, and `taper`, each chunk's length over
-  // the one before, 0 for the defaults: tests and benchmarks set them, and
-  // they must be the same on every rank; the headers do not carry them.)
+  // the one before, 0 for the defaults, and `early`, the early round (1
+  // wherever it can go, 0 never, -1 the default): tests and benchmarks set
+  // them, and they must be the same on every rank; the headers do not carry
+  // them.)
   static_assert(alignof(K) <= 16 && alignof(V) <= 16,
                 "libmerge::merge_sort (NCCL backend): keys and values aligned to more than 16 bytes are not "
                 "supported");
@@ -937,11 +1257,14 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   // A rank's record of cuts, status and width: sized for the most runs and
   // chunks a call can take (plan_call comes after the headers).
   const std::size_t words = splitter_buffers<K>::record_words(most_runs(world), world, max_chunks);
+  const std::size_t early_words = splitter_buffers<K>::record_words(1, world, 1);
   const std::size_t L = static_cast<std::size_t>(local), W = static_cast<std::size_t>(world);
-  host_staging staging(L * sizeof(header) + L * W * sizeof(header) + L * W * words * sizeof(long long));
+  const std::size_t cuts_at = L * sizeof(header) + L * W * sizeof(header);
+  host_staging staging(cuts_at + L * W * (words + early_words) * sizeof(long long));
   const host_view h{reinterpret_cast<header*>(staging.data()),
                     reinterpret_cast<header*>(staging.data() + L * sizeof(header)),
-                    reinterpret_cast<long long*>(staging.data() + L * sizeof(header) + L * W * sizeof(header))};
+                    reinterpret_cast<long long*>(staging.data() + cuts_at),
+                    reinterpret_cast<long long*>(staging.data() + cuts_at + L * W * words * sizeof(long long))};
   std::vector<rank_state<K, V>> st(L);
   for (std::size_t i = 0; i < L; ++i) {
     rank_state<K, V>& s = st[i];
@@ -972,18 +1295,20 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   check_headers(st, all, world, algorithm);
   long long longest = 0;
   for (int q = 0; q < world; ++q) longest = std::max(longest, all[q].n);
-  const call_plan plan = plan_call(all, world, longest, chunks, taper);
+  const call_plan plan = plan_call(all, world, longest, chunks, taper, early);
 
   // From the local sort on, the shard is the sort's scratch: whatever fails
   // after it, each rank gets its own elements back, sorted (restore_shard).
   try {
-    const local_runs<K> runs = sort_locally<WithValues>(st, world, plan, comp, algorithm);
+    const local_runs<K> runs = sort_locally<WithValues>(st, world, all, plan, comp, algorithm);
+    early_cuts e;
+    if (plan.early) collective([&] { early_round<WithValues>(t, st, all, runs, h.early, e, comp, scope, algorithm); });
     mark(1);
     const cut_matrix m{h.splits, world, plan.runs, plan.chunks};
     collective([&] { find_cuts(t, st, runs, m, h.splits, longest, comp, scope, algorithm); });
     check_cuts(st, all, m, algorithm);
     mark(2);
-    collective([&] { exchange_and_merge<WithValues>(t, st, all, m, plan, comp, scope, mark, algorithm); });
+    collective([&] { exchange_and_merge<WithValues>(t, st, all, m, plan, e, comp, scope, mark, algorithm); });
   } catch (...) {
     for (rank_state<K, V>& s : st) restore_shard<WithValues>(s, comp);
     throw;

@@ -64,10 +64,11 @@ struct streams {
 // off 16-byte boundaries: the exchange's aligned pieces), behind and before
 // guard elements that must come through unchanged. `chunks`: the exchange's
 // rounds (0: the library's choice, one round at these sizes); `taper`: each
-// chunk's length over the one before (0: the library's).
+// chunk's length over the one before (0: the library's); `early`: the early
+// round (1 wherever two runs, 0 never, -1 the library's choice).
 template <class K, class Comp = lm::less<>>
 void check_loopback(const std::vector<std::vector<K>>& in, Comp comp = Comp(), bool with_values = true,
-                    std::size_t offset = 0, int chunks = 0, double taper = 0) {
+                    std::size_t offset = 0, int chunks = 0, double taper = 0, int early = -1) {
   const int k = static_cast<int>(in.size());
   streams st(k);
   std::vector<thrust::device_vector<K>> keys;
@@ -99,14 +100,14 @@ void check_loopback(const std::vector<std::vector<K>>& in, Comp comp = Comp(), b
                        thrust::raw_pointer_cast(vals[static_cast<std::size_t>(r)].data()) + offset,
                        static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
     }
-    nb::sort_shards<true>(t, views, comp, "merge_sort_by_key", nullptr, chunks, taper);
+    nb::sort_shards<true>(t, views, comp, "merge_sort_by_key", nullptr, chunks, taper, early);
   } else {
     std::vector<nb::shard_view<K, char>> views;
     for (int r = 0; r < k; ++r) {
       views.push_back({thrust::raw_pointer_cast(keys[static_cast<std::size_t>(r)].data()) + offset, nullptr,
                        static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
     }
-    nb::sort_shards<false>(t, views, comp, "merge_sort", nullptr, chunks, taper);
+    nb::sort_shards<false>(t, views, comp, "merge_sort", nullptr, chunks, taper, early);
   }
   for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   std::size_t at = 0;
@@ -594,4 +595,67 @@ BOOST_AUTO_TEST_CASE(loopback_two_runs_a_rank) {
     }
     BOOST_CHECK_EQUAL(before, after);
   }
+}
+
+// The early round (2 ranks whose local sorts leave two runs: the first runs'
+// pieces travel while the second runs sort, cut by a search over the first
+// runs alone, and the rounds after the exact search send what did not come
+// early, into the receiver's mirror of the sender's first run). Halves of
+// each shard hold keys of different ranges, so that the early cuts fall far
+// from the exact ones: pieces that came early and are not used, pieces of
+// which a part came early (the rest below and above it comes later), pieces
+// that come whole afterwards; then random shards; the exchange after it in
+// 1, 2 and 4 rounds; pairs with 8-byte values, keys alone, lm::greater, and
+// shards off 16-byte boundaries. Each against std::stable_sort.
+BOOST_AUTO_TEST_CASE(loopback_early_round) {
+  std::mt19937_64 g(23);
+  const std::size_t n = quick() ? 70001 : 300007;
+  const auto& dev = lm::detail::cuda_backend::current_device("test");
+  // The sizes make two runs (else the early round would not be taken).
+  BOOST_REQUIRE_GT((lm::detail::cuda_backend::two_run_width<nb::local_policy, int, std::uint64_t, true, lm::less<>>(
+                       dev, static_cast<lm::index_t>(n), "test")),
+                   0);
+  // layout[2 r + h]: where the keys of rank r's half h start (units of 10^6).
+  const int layouts[][4] = {{2, 0, 3, 1}, {1, 2, 0, 3}, {0, 1, 2, 3}, {3, 2, 1, 0}, {0, 3, 1, 2}, {0, 0, 0, 0}};
+  for (const auto& l : layouts) {
+    std::vector<std::vector<int>> in;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<int> v(n + static_cast<std::size_t>(r) * 999);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        v[i] = l[2 * r + (i >= v.size() / 2 ? 1 : 0)] * 1000000 + static_cast<int>(g() % 1000000);
+      }
+      in.push_back(std::move(v));
+    }
+    for (int chunks : {1, 2, 4}) {
+      BOOST_TEST_CONTEXT("layout " << l[0] << l[1] << l[2] << l[3] << ", chunks " << chunks) {
+        check_loopback(in, lm::less<>(), true, 0, chunks, 0, 1);
+      }
+    }
+    BOOST_TEST_CONTEXT("layout " << l[0] << l[1] << l[2] << l[3] << ", greater, off 16-byte boundaries") {
+      check_loopback(in, lm::greater<>(), true, 3, 2, 0, 1);
+    }
+  }
+  // Few distinct keys: equal keys across every cut, early and exact.
+  std::vector<std::vector<int>> few = {random_keys<int>(g, n, 5), random_keys<int>(g, n + 17, 5)};
+  check_loopback(few, lm::less<>(), true, 0, 2, 0, 1);
+  // Keys alone: the smallest of these sizes whose halves sort as two sorts
+  // of the separate-kernel class (int32 keys of up to a few million sort in
+  // one kernel).
+  std::size_t big = 0;
+  for (std::size_t size : {(std::size_t(1) << 23) + 5, (std::size_t(1) << 24) + 5, (std::size_t(1) << 25) + 5}) {
+    if (big == 0 && lm::detail::cuda_backend::two_run_width<nb::local_policy, int, char, false, lm::less<>>(
+                        dev, static_cast<lm::index_t>(size), "test") > 0) {
+      big = size;
+    }
+  }
+  BOOST_REQUIRE_GT(big, 0u);
+  BOOST_TEST_MESSAGE("early round, keys alone: " << big << " a rank");
+  std::vector<std::vector<int>> keys;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<int> v(big - static_cast<std::size_t>(r) * 5);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = (i < v.size() / 2 ? r : 1 - r) * 1000000 + static_cast<int>(g() % 1000000);
+    keys.push_back(std::move(v));
+  }
+  check_loopback(keys, lm::less<>(), false, 0, 2, 0, 1);
+  check_loopback(keys, lm::less<>(), false, 1, 0, 0, -1);
 }

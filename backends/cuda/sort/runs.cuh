@@ -44,6 +44,60 @@ void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_
   }
 }
 
+// What a sort of n elements makes, with the boxes it would take for n:
+// its block-sort tile, the merge levels it makes of all there are, its
+// passes and their ways (shape_sort), or that it sorts in one kernel.
+struct sort_outline {
+  index_t bs_nv = 0;
+  int levels = 0, all_levels = 0, passes = 0, ways = 0;
+  bool one_kernel = false;
+};
+template <class Policy, class K, class V, bool WithValues, class Comp>
+sort_outline outline_sort(const device_info& dev, index_t n, bool two_runs, const char* algorithm) {
+  sort_outline o;
+  with_sort_boxes<Policy, K, V, WithValues, false, V*, Comp>(
+      dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
+        using BsBox = decltype(bs_box);
+        if constexpr (decltype(one_kernel)::log2 > 0) {
+          if (n < (index_t(1) << decltype(one_kernel)::log2)) {
+            o.one_kernel = true;
+            return;
+          }
+        }
+        const runs_target<K, V> into{nullptr, nullptr, two_runs, nullptr};
+        const sort_shape s = shape_sort<BsBox, decltype(box), decltype(ways)::value, decltype(four_way_log2)::value>(
+            n, &into, algorithm);
+        o = sort_outline{BsBox::nv, s.levels, merge_levels(n, BsBox::nv), s.num_passes, s.max_ways, false};
+      });
+  return o;
+}
+
+// Where the runs of a two-run sort of n elements meet (runs_target's
+// two_runs: the block-sort tile times 2^levels, the last level left out),
+// where leaving that level out saves a pass and [0, W) and [W, n) sorted as
+// two sorts of their own make no more passes than the two-run sort; else 0.
+// The sort across 2 GPUs then sorts the two runs one after the other, the
+// first run's pieces travelling while the second sorts (merge_sort.cuh of
+// the NCCL backend: early_round). (2^27 int32 keys a rank: the two-run sort
+// makes six 4-way passes, a second run of 2^26 - 4 M keys alone twelve
+// 2-way ones, below the 4-way passes' size: the early round took 1.2 ms
+// more local sort on 2 H100s than it saved.)
+template <class Policy, class K, class V, bool WithValues, class Comp>
+index_t two_run_width(const device_info& dev, index_t n, const char* algorithm) {
+  if constexpr (sizeof(K) + (WithValues ? sizeof(V) : 0) > max_element_bytes) {
+    return 0;
+  } else {
+    const sort_outline two = outline_sort<Policy, K, V, WithValues, Comp>(dev, n, true, algorithm);
+    if (two.one_kernel || two.levels >= two.all_levels) return 0;
+    const index_t w = two.bs_nv << two.levels;
+    if (w <= 0 || w >= n) return 0;
+    const sort_outline a = outline_sort<Policy, K, V, WithValues, Comp>(dev, w, false, algorithm);
+    const sort_outline b = outline_sort<Policy, K, V, WithValues, Comp>(dev, n - w, false, algorithm);
+    const bool same = !a.one_kernel && !b.one_kernel && a.passes <= two.passes && b.passes <= two.passes;
+    return same ? w : 0;
+  }
+}
+
 // Whether merge_four can merge (K, V) on this device: the tuning gives its
 // sort 4-way passes (not so for keys of 8 bytes or more without values).
 template <class Policy, class K, class V, bool WithValues, class Comp>
