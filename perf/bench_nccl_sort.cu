@@ -112,8 +112,8 @@ void sort_with(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, nb:
     if constexpr (Pairs) vals = thrust::raw_pointer_cast(r->vals.data());
     v.push_back({thrust::raw_pointer_cast(r->keys.data()), vals, r->n});
   }
-  nb::sort_shards<Pairs>(t, v, lm::less<>(), Pairs ? "merge_sort_by_key" : "merge_sort", marks, exchange_chunks,
-                         exchange_taper, early_round);
+  nb::sort_shards<Pairs>(t, v, lm::less<>(), Pairs ? "merge_sort_by_key" : "merge_sort", marks,
+                         nb::exchange_options{exchange_chunks, exchange_taper, early_round});
 }
 
 template <class Transport>

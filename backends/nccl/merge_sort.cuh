@@ -486,10 +486,17 @@ inline double default_taper(int world) { return world <= 2 ? 0.8 : 0.6; }
 // elements, where it gains; not below.)
 inline constexpr long long min_early = 1LL << 20;
 
-// chunks: the exchange's rounds the caller asks for, taper its chunks'
-// ratio (0: the defaults); early: 1 the early round wherever there are two
-// runs, 0 never, -1 by default (tests and benchmarks set them).
-inline call_plan plan_call(const header* all, int world, long long longest, int chunks, double taper, int early) {
+// How the exchange goes where tests and benchmarks choose (sort_shards; it
+// must be the same on every rank: the headers do not carry it).
+struct exchange_options {
+  int chunks = 0;    // the rounds (0: the default below)
+  double taper = 0;  // each chunk's length over the one before (0: the default)
+  int early = -1;    // the early round: 1 wherever there are two runs, 0 never, -1 the default
+};
+
+inline call_plan plan_call(const header* all, int world, long long longest, const exchange_options& o) {
+  const int chunks = o.chunks, early = o.early;
+  const double taper = o.taper;
   call_plan c;
   c.four_way = true;
   for (int q = 0; q < world; ++q) c.four_way = c.four_way && all[q].four_way != 0;
@@ -1238,12 +1245,7 @@ void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const h
 // the steps at the top of this file, each a function above.
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp comp, const char* algorithm,
-                 phase_marks* marks = nullptr, int chunks = 0, double taper = 0, int early = -1) {
-  // (`chunks`, the exchange's rounds, and `taper`, each chunk's length over
-  // the one before, 0 for the defaults, and `early`, the early round (1
-  // wherever it can go, 0 never, -1 the default): tests and benchmarks set
-  // them, and they must be the same on every rank; the headers do not carry
-  // them.)
+                 phase_marks* marks = nullptr, const exchange_options& options = {}) {
   static_assert(alignof(K) <= 16 && alignof(V) <= 16,
                 "libmerge::merge_sort (NCCL backend): keys and values aligned to more than 16 bytes are not "
                 "supported");
@@ -1295,7 +1297,7 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   check_headers(st, all, world, algorithm);
   long long longest = 0;
   for (int q = 0; q < world; ++q) longest = std::max(longest, all[q].n);
-  const call_plan plan = plan_call(all, world, longest, chunks, taper, early);
+  const call_plan plan = plan_call(all, world, longest, options);
 
   // From the local sort on, the shard is the sort's scratch: whatever fails
   // after it, each rank gets its own elements back, sorted (restore_shard).

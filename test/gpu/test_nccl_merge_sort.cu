@@ -100,14 +100,14 @@ void check_loopback(const std::vector<std::vector<K>>& in, Comp comp = Comp(), b
                        thrust::raw_pointer_cast(vals[static_cast<std::size_t>(r)].data()) + offset,
                        static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
     }
-    nb::sort_shards<true>(t, views, comp, "merge_sort_by_key", nullptr, chunks, taper, early);
+    nb::sort_shards<true>(t, views, comp, "merge_sort_by_key", nullptr, nb::exchange_options{chunks, taper, early});
   } else {
     std::vector<nb::shard_view<K, char>> views;
     for (int r = 0; r < k; ++r) {
       views.push_back({thrust::raw_pointer_cast(keys[static_cast<std::size_t>(r)].data()) + offset, nullptr,
                        static_cast<lm::index_t>(in[static_cast<std::size_t>(r)].size())});
     }
-    nb::sort_shards<false>(t, views, comp, "merge_sort", nullptr, chunks, taper, early);
+    nb::sort_shards<false>(t, views, comp, "merge_sort", nullptr, nb::exchange_options{chunks, taper, early});
   }
   for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
   std::size_t at = 0;
