@@ -218,6 +218,7 @@ struct rank_state {
   long long half = 0;
   bool first_sorted = false;
   std::vector<long long> mirror;
+  long long slots = 0;  // where the second runs' pieces start (layout_early)
   // A stream of the rank's device (for a rank whose own stream is of another
   // device: it still reports to the others).
   cudaStream_t side = nullptr;
@@ -607,6 +608,7 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
       if (plan.early) {
         const early_layout e = layout_early(s.rank, all, world, margin);
         s.mirror = e.mirror;
+        s.slots = e.slots;
         s.half = all[s.rank].half;
         received = static_cast<std::size_t>(e.slots - static_cast<long long>(n) + e.slot_room);
       }
@@ -624,17 +626,11 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
         if constexpr (WithValues) s.tmp_vals = reinterpret_cast<V*>(p + keys + vals + align_wire(n * sizeof(K)));
       }
     }
-    if (plan.early) {
-      cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
-          par, s.shard.keys, s.shard.vals, s.half, cuda_backend::runs_target<K, V>{s.keys, s.vals, false, s.search.width},
-          comp, algorithm);
-      s.first_sorted = true;
-    } else {
-      cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
-          par, s.shard.keys, s.shard.vals, s.shard.n,
-          cuda_backend::runs_target<K, V>{s.keys, s.vals, plan.runs == 2, s.search.width}, comp, algorithm);
-      s.sorted = true;
-    }
+    cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
+        par, s.shard.keys, s.shard.vals, plan.early ? s.half : s.shard.n,
+        cuda_backend::runs_target<K, V>{s.keys, s.vals, !plan.early && plan.runs == 2, s.search.width}, comp,
+        algorithm);
+    (plan.early ? s.first_sorted : s.sorted) = true;
     // The exchange's stream and events now, while the GPU sorts: made after
     // the cuts arrive (host wait 2), they held the first round back.
     open_exchange(s, plan, algorithm);
@@ -763,6 +759,32 @@ struct cut_matrix {
   }
 };
 
+// Whether a cut matrix adds up, for sequences of `lengths` (one every
+// `stride` words: the ranks' lengths, or for the early round their first
+// runs'): every first run's length in range, every cut in order and in
+// range, and the cuts between the ranks' outputs (chunk 0 of each) exact,
+// adding up to G_s. (A chunk's cut inside a rank's output may lie anywhere
+// between them: splitters.cuh.)
+inline bool cuts_add_up(const cut_matrix& m, const long long* lengths, int stride) {
+  const int world = m.world;
+  for (int q = 0; q < world; ++q) {
+    if (m.width(q) < 0 || m.width(q) > lengths[q * stride]) return false;
+  }
+  for (int b = 0; b <= m.boundaries(); ++b) {
+    long long sum = 0;
+    for (int q = 0; q < world; ++q) {
+      for (int j = 0; j < m.runs; ++j) {
+        const long long c = m.cut(q, j, b);
+        sum += c;
+        const bool ordered = b == 0 ? c == 0 : c >= m.cut(q, j, b - 1);
+        if (!ordered || c < 0 || c > m.run_length(q, j, lengths[q * stride])) return false;
+      }
+    }
+    if (b % m.chunks == 0 && sum != rank_start(lengths, stride, world, b / m.chunks)) return false;
+  }
+  return true;
+}
+
 // The checks every rank makes alike on the cut matrix (the same on every
 // rank): a rank that failed after the headers, and cuts that do not add up
 // (a comparator that is no strict weak ordering).
@@ -777,34 +799,11 @@ void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, cons
                                "says why); nothing was exchanged");
     }
   }
-  const auto uneven = [&] {
-    return std::runtime_error(std::string("libmerge::") + algorithm +
-                              ": the ranks' splitters do not add up: the comparator is not a strict weak "
-                              "ordering, or the ranks passed different data types or comparators; nothing was "
-                              "exchanged");
-  };
-  for (int q = 0; q < world; ++q) {
-    if (m.width(q) < 0 || m.width(q) > all[q].n) throw uneven();
-  }
-  // Every cut in order and in range; the cuts between the ranks' outputs
-  // (chunk 0 of each) exact: they add up to G_s. (A chunk's cut inside a
-  // rank's output may lie anywhere between them: splitters.cuh.)
-  const int stride = static_cast<int>(sizeof(header) / sizeof(long long));
-  for (int b = 0; b <= m.boundaries(); ++b) {
-    long long sum = 0;
-    bool in_range = true;
-    for (int q = 0; q < world; ++q) {
-      for (int j = 0; j < m.runs; ++j) {
-        const long long c = m.cut(q, j, b);
-        sum += c;
-        const bool ordered = b == 0 ? c == 0 : c >= m.cut(q, j, b - 1);
-        in_range = in_range && ordered && c >= 0 && c <= m.run_length(q, j, all[q].n);
-      }
-    }
-    const bool exact = b % m.chunks == 0;
-    if (!in_range || (exact && sum != rank_start(&all[0].n, stride, world, b / m.chunks))) {
-      throw uneven();
-    }
+  if (!cuts_add_up(m, &all[0].n, static_cast<int>(sizeof(header) / sizeof(long long)))) {
+    throw std::runtime_error(std::string("libmerge::") + algorithm +
+                             ": the ranks' splitters do not add up: the comparator is not a strict weak "
+                             "ordering, or the ranks passed different data types or comparators; nothing was "
+                             "exchanged");
   }
 }
 
@@ -887,6 +886,11 @@ inline piece_plan plan_pieces(int r, const cut_matrix& m, const header* all, std
 struct wire_plan {
   pieces out, in;
 };
+// Where received piece i of peer q's first run starts in the receiver's
+// mirror of that run (bytes; layout_early): at its own offset in the run.
+inline std::size_t mirror_offset(const std::vector<long long>& mirror, int q, std::size_t size, const wire_piece& i) {
+  return i.hi > i.lo ? static_cast<std::size_t>(mirror[static_cast<std::size_t>(q)]) * size + i.lo : 0;
+}
 // With the early round (mirror not empty) a first-run piece sends what the
 // early round did not (`part`: below or above it, not_sent) into the
 // receiver's mirror of the sender's first run, at its own offset there.
@@ -909,11 +913,7 @@ inline wire_plan plan_wire(int r, int j, int c, const cut_matrix& m, const piece
     const std::size_t at = static_cast<std::size_t>(pp.at[pp.index(c, q, j)]);
     p.out.offset.push_back(o.lo);
     p.out.bytes.push_back(o.hi - o.lo);
-    if (mirrored) {
-      p.in.offset.push_back(i.hi > i.lo ? static_cast<std::size_t>(mirror[static_cast<std::size_t>(q)]) * size + i.lo : 0);
-    } else {
-      p.in.offset.push_back(i.hi > i.lo ? at * size - i.head : 0);
-    }
+    p.in.offset.push_back(mirrored ? mirror_offset(mirror, q, size, i) : (i.hi > i.lo ? at * size - i.head : 0));
     p.in.bytes.push_back(i.hi - i.lo);
   }
   return p;
@@ -922,23 +922,32 @@ inline wire_plan plan_wire(int r, int j, int c, const cut_matrix& m, const piece
 // One round of step 4 over every local rank: chunk c's pieces of every run,
 // keys and values, in one NCCL group on the ranks' exchange streams, from the
 // runs into the slots (plan_pieces). A rank's own pieces do not move.
+// One call of the transport's exchange for every local rank's keys (or
+// values), from and into the rank's own arrays: the pieces plan(i, size)
+// gives for local rank i (size: an element's bytes in that array).
+template <class K, class V, class Transport, class Plan>
+void send_pieces(Transport& t, std::vector<rank_state<K, V>>& st, bool values, Plan&& plan) {
+  std::vector<const char*> from;
+  std::vector<char*> to;
+  std::vector<pieces> out, in;
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    char* base = values ? reinterpret_cast<char*>(st[i].vals) : reinterpret_cast<char*>(st[i].keys);
+    const wire_plan w = plan(i, values ? sizeof(V) : sizeof(K));
+    from.push_back(base);
+    to.push_back(base);
+    out.push_back(w.out);
+    in.push_back(w.in);
+  }
+  t.exchange(from, out, to, in);
+}
+
 template <bool WithValues, class K, class V, class Transport>
 void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
                      const std::vector<piece_plan>& pp, const early_cuts& e, int c) {
   auto send = [&](int j, bool values, int part) {
-    std::vector<const char*> from;
-    std::vector<char*> to;
-    std::vector<pieces> out, in;
-    for (std::size_t i = 0; i < st.size(); ++i) {
-      char* base = values ? reinterpret_cast<char*>(st[i].vals) : reinterpret_cast<char*>(st[i].keys);
-      const wire_plan w =
-          plan_wire(st[i].rank, j, c, m, pp[i], values ? sizeof(V) : sizeof(K), all, st[i].mirror, e, part);
-      from.push_back(base);
-      to.push_back(base);
-      out.push_back(w.out);
-      in.push_back(w.in);
-    }
-    t.exchange(from, out, to, in);
+    send_pieces(t, st, values, [&](std::size_t i, std::size_t size) {
+      return plan_wire(st[i].rank, j, c, m, pp[i], size, all, st[i].mirror, e, part);
+    });
   };
   std::vector<cudaStream_t> streams;
   for (const rank_state<K, V>& s : st) streams.push_back(s.exchange_stream);
@@ -1056,6 +1065,29 @@ local_runs<K> sort_locally(std::vector<rank_state<K, V>>& st, int world, const h
   return r;
 }
 
+// 3. The splitters, and every rank's cuts and status copied to `words` on
+// the host, `stride` words a rank (wait 2). The early round's search too:
+// `which` of each rank's search buffers, over the sequences `r` names, on
+// the streams t holds at the time.
+template <class K, class V, class Transport, class Comp>
+void find_cuts(Transport& t, std::vector<rank_state<K, V>>& st, splitter_buffers<K> rank_state<K, V>::*which,
+               const local_runs<K>& r, long long* words, std::size_t stride, long long longest, Comp comp,
+               device_scope& scope, const char* algorithm) {
+  const std::size_t W = static_cast<std::size_t>(t.world());
+  std::vector<splitter_buffers<K>> bufs;
+  for (rank_state<K, V>& s : st) bufs.push_back(s.*which);
+  find_splitters(t, bufs, r.keys, r.lengths, r.status, r.all_lengths,
+                 static_cast<int>(sizeof(header) / sizeof(long long)), longest, comp,
+                 [&](int i) { scope.set(st[static_cast<std::size_t>(i)].device, algorithm); }, algorithm);
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    scope.set(st[i].device, algorithm);
+    check_cuda(cudaMemcpyAsync(words + i * W * stride, (st[i].*which).splits_all, W * stride * sizeof(long long),
+                               cudaMemcpyDeviceToHost, t.local(static_cast<int>(i)).stream),
+               algorithm, "cudaMemcpyAsync (cuts)");
+  }
+  t.wait_all();
+}
+
 // The early round's pieces (early_cuts), keys and values in one group on the
 // exchange streams, each into the receiver's mirror of the sender's first
 // run; the ranks' streams then wait for them.
@@ -1064,30 +1096,22 @@ void send_early(Transport& t, std::vector<rank_state<K, V>>& st, const header* a
                 const std::vector<cudaStream_t>& streams, device_scope& scope, const char* algorithm) {
   const int world = t.world();
   auto send = [&](bool values) {
-    std::vector<const char*> from;
-    std::vector<char*> to;
-    std::vector<pieces> out, in;
-    for (rank_state<K, V>& s : st) {
-      const std::size_t size = values ? sizeof(V) : sizeof(K);
-      char* base = values ? reinterpret_cast<char*>(s.vals) : reinterpret_cast<char*>(s.keys);
-      pieces o, i;
+    send_pieces(t, st, values, [&](std::size_t x, std::size_t size) {
+      const rank_state<K, V>& s = st[x];
+      wire_plan p;
       for (int q = 0; q < world; ++q) {
-        wire_piece a, b;
+        wire_piece o, i;
         if (q != s.rank) {
-          a = wire(e.sent(s.rank, q).first, e.sent(s.rank, q).second, size, all[s.rank].n);
-          b = wire(e.sent(q, s.rank).first, e.sent(q, s.rank).second, size, all[q].n);
+          o = wire(e.sent(s.rank, q).first, e.sent(s.rank, q).second, size, all[s.rank].n);
+          i = wire(e.sent(q, s.rank).first, e.sent(q, s.rank).second, size, all[q].n);
         }
-        o.offset.push_back(a.lo);
-        o.bytes.push_back(a.hi - a.lo);
-        i.offset.push_back(b.hi > b.lo ? static_cast<std::size_t>(s.mirror[static_cast<std::size_t>(q)]) * size + b.lo : 0);
-        i.bytes.push_back(b.hi - b.lo);
+        p.out.offset.push_back(o.lo);
+        p.out.bytes.push_back(o.hi - o.lo);
+        p.in.offset.push_back(mirror_offset(s.mirror, q, size, i));
+        p.in.bytes.push_back(i.hi - i.lo);
       }
-      from.push_back(base);
-      to.push_back(base);
-      out.push_back(o);
-      in.push_back(i);
-    }
-    t.exchange(from, out, to, in);
+      return p;
+    });
   };
   t.on_streams(streams, [&] {
     t.grouped([&] {
@@ -1123,77 +1147,35 @@ template <bool WithValues, class K, class V, class Transport, class Comp>
 void early_round(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const local_runs<K>& r,
                  long long* words, early_cuts& e, Comp comp, device_scope& scope, const char* algorithm) {
   const int world = t.world();
-  const std::size_t W = static_cast<std::size_t>(world);
   const std::size_t stride = splitter_buffers<K>::record_words(1, world, 1);
-  std::vector<splitter_buffers<K>> bufs;
-  std::vector<long long> halves;
-  std::vector<const long long*> all_halves;
+  local_runs<K> first{r.status, {}, r.keys, {}};  // the first runs alone
   std::vector<cudaStream_t> streams;
   long long longest = 0;
   for (int q = 0; q < world; ++q) longest = std::max(longest, all[q].half);
   for (rank_state<K, V>& s : st) {
     s.early_search.runs = 1;
     s.early_search.chunks = 1;
-    bufs.push_back(s.early_search);
-    halves.push_back(all[s.rank].half);
-    all_halves.push_back(&s.header_all[0].half);
+    first.lengths.push_back(all[s.rank].half);
+    first.all_lengths.push_back(&s.header_all[0].half);
     streams.push_back(s.exchange_stream != nullptr ? s.exchange_stream : s.stream);
   }
   t.on_streams(streams, [&] {
-    find_splitters(t, bufs, r.keys, halves, r.status, all_halves, static_cast<int>(sizeof(header) / sizeof(long long)),
-                   longest, comp, [&](int i) { scope.set(st[static_cast<std::size_t>(i)].device, algorithm); },
-                   algorithm);
-    for (std::size_t i = 0; i < st.size(); ++i) {
-      scope.set(st[i].device, algorithm);
-      check_cuda(cudaMemcpyAsync(words + i * W * stride, st[i].early_search.splits_all, W * stride * sizeof(long long),
-                                 cudaMemcpyDeviceToHost, streams[i]),
-                 algorithm, "cudaMemcpyAsync (early cuts)");
-    }
-    t.wait_all();
+    find_cuts(t, st, &rank_state<K, V>::early_search, first, words, stride, longest, comp, scope, algorithm);
   });
-  // Usable where every rank is well and every boundary's cuts are in order,
-  // in range and add up (local rank 0's copy: every rank holds the same).
+  // Usable where every rank is well and the cuts add up (local rank 0's
+  // copy: every rank holds the same).
+  const cut_matrix m{words, world, 1, 1};
   e.world = world;
-  e.moved = true;
-  for (int q = 0; q < world; ++q) e.moved = e.moved && words[static_cast<std::size_t>(q) * stride + stride - 2] == 0;
-  for (int b = 0; b <= world && e.moved; ++b) {
-    long long sum = 0, target = 0;
-    for (int q = 0; q < world; ++q) {
-      const long long c = words[static_cast<std::size_t>(q) * stride + static_cast<std::size_t>(b)];
-      const long long before = b == 0 ? 0 : words[static_cast<std::size_t>(q) * stride + static_cast<std::size_t>(b) - 1];
-      e.moved = e.moved && c >= before && c <= all[q].half && (b > 0 || c == 0) && (b < world || c == all[q].half);
-      sum += c;
-      if (q < b) target += all[q].half;
-    }
-    e.moved = e.moved && sum == target;
-  }
+  e.moved = cuts_add_up(m, &all[0].half, static_cast<int>(sizeof(header) / sizeof(long long)));
+  for (int q = 0; q < world; ++q) e.moved = e.moved && m.status(q) == 0;
   if (!e.moved) return;
   for (int q = 0; q < world; ++q) {
-    for (int b = 0; b <= world; ++b) e.cut.push_back(words[static_cast<std::size_t>(q) * stride + static_cast<std::size_t>(b)]);
+    for (int b = 0; b <= world; ++b) e.cut.push_back(m.cut(q, 0, b));
   }
   send_early<WithValues>(t, st, all, e, streams, scope, algorithm);
 }
 
 
-// 3. The splitters, and every rank's cuts and status copied to `splits` on
-// the host (wait 2).
-template <class K, class V, class Transport, class Comp>
-void find_cuts(Transport& t, std::vector<rank_state<K, V>>& st, const local_runs<K>& r, const cut_matrix& m,
-               long long* splits, long long longest, Comp comp, device_scope& scope, const char* algorithm) {
-  const std::size_t W = static_cast<std::size_t>(m.world);
-  std::vector<splitter_buffers<K>> bufs;
-  for (rank_state<K, V>& s : st) bufs.push_back(s.search);
-  find_splitters(t, bufs, r.keys, r.lengths, r.status, r.all_lengths,
-                 static_cast<int>(sizeof(header) / sizeof(long long)), longest, comp,
-                 [&](int i) { scope.set(st[static_cast<std::size_t>(i)].device, algorithm); }, algorithm);
-  for (std::size_t i = 0; i < st.size(); ++i) {
-    scope.set(st[i].device, algorithm);
-    check_cuda(cudaMemcpyAsync(splits + i * W * m.stride(), st[i].search.splits_all,
-                               W * m.stride() * sizeof(long long), cudaMemcpyDeviceToHost, st[i].stream),
-               algorithm, "cudaMemcpyAsync (cuts)");
-  }
-  t.wait_all();
-}
 
 // 4. The exchange, a round a chunk on each rank's exchange stream, and 5.
 // the merge of each chunk on the rank's stream once it has arrived: chunk c
@@ -1214,9 +1196,7 @@ void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const h
   std::vector<cudaStream_t> exchange_streams;
   for (rank_state<K, V>& s : st) {
     scope.set(s.device, algorithm);
-    const std::size_t margin = slot_margin<K, V, WithValues>();
-    pp.push_back(plan_pieces(s.rank, m, all, margin, s.mirror,
-                             plan.early ? layout_early(s.rank, all, m.world, margin).slots : 0));
+    pp.push_back(plan_pieces(s.rank, m, all, slot_margin<K, V, WithValues>(), s.mirror, s.slots));
     exchange_streams.push_back(s.exchange_stream);
     if (plan.early) {  // (the exchange stream waited for the first run only)
       check_cuda(cudaStreamWaitEvent(s.exchange_stream, s.events[0], 0), algorithm, "cudaStreamWaitEvent");
@@ -1307,7 +1287,9 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     if (plan.early) collective([&] { early_round<WithValues>(t, st, all, runs, h.early, e, comp, scope, algorithm); });
     mark(1);
     const cut_matrix m{h.splits, world, plan.runs, plan.chunks};
-    collective([&] { find_cuts(t, st, runs, m, h.splits, longest, comp, scope, algorithm); });
+    collective([&] {
+      find_cuts(t, st, &rank_state<K, V>::search, runs, h.splits, m.stride(), longest, comp, scope, algorithm);
+    });
     check_cuts(st, all, m, algorithm);
     mark(2);
     collective([&] { exchange_and_merge<WithValues>(t, st, all, m, plan, e, comp, scope, mark, algorithm); });
