@@ -52,6 +52,20 @@ constexpr int scale_vt(int base_vt, std::size_t base_bytes, std::size_t element_
   return vt < 1 ? 1 : vt;
 }
 
+// Shared memory a tile may take before the tables give it fewer threads
+// (halving in whole warps). Every line serves several architectures (sm_86,
+// sm_89 and sm_120 take the sm_80 and sm_100 lines but give a block 99 KB, not
+// 163 or 227), so the bound is one that fits them all with room for the
+// kernels' static shared memory, and leaves every tuned 4- and 8-byte box as
+// it is. The merge keeps its tiles within the 48 KB a launch gets without
+// opting in (its largest tuned tile, 512x9 int32 pairs with their 2-byte
+// sources, takes 45 KB).
+inline constexpr std::size_t tile_smem_portable = 96 * 1024;
+// What a kernel's block may take without cudaFuncSetAttribute(
+// MaxDynamicSharedMemorySize), on every architecture since sm_30.
+inline constexpr std::size_t smem_without_opt_in = 48 * 1024;
+inline constexpr std::size_t tile_smem_merge = smem_without_opt_in;
+
 // merge and merge_by_key: from `arch` (compute capability x 10) upward, until
 // the next line, nt threads per CTA and, per thread, vt_keys 4-byte keys
 // (merge) or vt_pairs pairs of 4-byte keys and values (merge_by_key), scaled by

@@ -234,7 +234,7 @@ void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& 
                                 std::to_string(dev.smem_optin) +
                                 " in all (use a smaller launch box, or smaller elements)");
   }
-  if (bytes + fixed > 48 * 1024) {
+  if (bytes + fixed > tuning::smem_without_opt_in) {
     check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
                algorithm, "cudaFuncSetAttribute(MaxDynamicSharedMemorySize)");
   }

@@ -184,12 +184,13 @@ struct merge_table {
       return tuning::scale_vt(vt_pairs, 8, sizeof(K) + sizeof(V));
     }
   }
-  // Elements so large that even one a thread would overflow about 48 KB of
-  // shared memory get fewer threads too (halving, but always whole warps,
-  // down to one warp).
+  // Elements so large that even one a thread would overflow
+  // tuning::tile_smem_merge get fewer threads too (halving, but always whole
+  // warps, down to one warp).
   static constexpr int nt(int line_nt, int vt) {
     int nt = line_nt;
-    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * tile_bytes > 48 * 1024) {
+    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * tile_bytes >
+                          tuning::tile_smem_merge) {
       nt = (nt / 2 + 31) / 32 * 32;
     }
     return nt;

@@ -797,12 +797,12 @@ struct search_table {
   static constexpr std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
   // Keys so large that even one a thread overflows the tile's shared memory
   // (search_layout: the key and an int result an element) get fewer threads
-  // too, halving in whole warps: 96 KB fits every GPU from sm_80 (sm_86/89
-  // give a block 99 KB) and leaves the tuned 4- and 8-byte boxes as they are.
+  // too, halving in whole warps, within tuning::tile_smem_portable.
   // (Before, keys above about 448 bytes threw invalid_argument on H100.)
   static constexpr int nt(int line_nt, int vt) {
     int nt = line_nt;
-    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * (elem + sizeof(int)) > 96 * 1024) {
+    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * (elem + sizeof(int)) >
+                          tuning::tile_smem_portable) {
       nt = (nt / 2 + 31) / 32 * 32;
     }
     return nt;

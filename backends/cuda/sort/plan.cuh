@@ -9,14 +9,11 @@ namespace libmerge::detail::cuda_backend {
 
 // Tuning: boxes for keys K and values V (void: keys only). Large elements get
 // fewer values per thread (scale_vt), and fewer threads when even that would
-// not fit 96 KB of shared memory (the tuned 4-byte block sorts take 68 KB;
-// a block may opt in to 163 KB on sm_80, 227 KB on sm_90 and sm_100, but
-// only 99 KB on sm_86, sm_89 and sm_120, which take the sm_80 and sm_100
-// lines: with the bound at 100 KB, boxes of 99 to 100 KB, such as the
-// 1024x11 block sort of 2-byte keys with 9-byte values, were refused there;
-// 96 KB leaves room for the kernels' static shared memory and changes no
-// tuned 4- and 8-byte box); the block sort keeps a power of two
-// (cub::BlockMergeSort), the passes a multiple of 32.
+// not fit tuning::tile_smem_portable (96 KB; the tuned 4-byte block sorts
+// take 68 KB; with the bound at 100 KB, boxes of 99 to 100 KB, such as the
+// 1024x11 block sort of 2-byte keys with 9-byte values, were refused on
+// sm_86, sm_89 and sm_120, which give a block 99 KB); the block sort keeps a
+// power of two (cub::BlockMergeSort), the passes a multiple of 32.
 template <class K, class V>
 struct merge_sort_table {
   static constexpr const auto& lines = tuning::merge_sort;
@@ -35,7 +32,8 @@ struct merge_sort_table {
     return pairs ? tuning::scale_vt(l.vt_pairs, 8, element_bytes) : tuning::scale_vt(l.vt_keys, 4, sizeof(K));
   }
   static constexpr int shrink(int nt, int vt, std::size_t bytes_per_element, bool power_of_two) {
-    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * bytes_per_element > 96 * 1024) {
+    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * bytes_per_element >
+                          tuning::tile_smem_portable) {
       nt = power_of_two ? nt / 2 : (nt / 2 + 31) / 32 * 32;
     }
     return nt;
