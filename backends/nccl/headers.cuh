@@ -1,0 +1,145 @@
+// Step 1 of the NCCL sort (merge_sort.cuh): each rank's checks and buffers
+// before the headers, the headers' all-gather (host wait 1) and the checks
+// every rank makes of every header before any rank touches its shard.
+#pragma once
+
+#include "state.cuh"
+
+namespace libmerge::detail::nccl_backend {
+
+// The host's copies of what the ranks exchange (host_staging): each local
+// rank's header, every rank's headers as each local rank received them, and
+// the cut matrix with the ranks' status words.
+struct host_view {
+  header* send;
+  header* all;  // local x world
+  long long* splits;  // local x world x record_words(): cut_matrix
+  long long* early;   // local x world x record_words(1, world, 1): the early round's cuts
+};
+
+// A rank's checks and buffers before the headers. A failure is kept in
+// s.error and flagged in its header, and the rank still takes part in the
+// header exchange: every rank then throws alike (check_headers). Only a rank
+// that cannot get the few kilobytes of its own buffers throws here; its peers
+// then wait for their deadline.
+template <bool WithValues, class K, class V, class Comp>
+void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h, int world, const char* algorithm) {
+  h = header{};
+  h.n = shard != nullptr ? static_cast<long long>(shard->n) : 0;
+  h.key_bytes = static_cast<long long>(sizeof(K));
+  h.key_code = type_code(typeid(K).name());
+  h.value_bytes = WithValues ? static_cast<long long>(sizeof(V)) : 0;
+  h.value_code = WithValues ? type_code(typeid(V).name()) : 0;
+  h.comp_code = type_code(typeid(Comp).name());
+  check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
+  check_cuda(cudaStreamCreateWithFlags(&s.side, cudaStreamNonBlocking), algorithm, "cudaStreamCreate");
+  try {
+    if (shard == nullptr) {
+      throw std::invalid_argument(std::string("libmerge::") + algorithm + ": one shard per local rank is needed");
+    }
+    s.shard = *shard;
+    int stream_device = 0;
+    check_cuda(cudaStreamGetDevice(s.stream, &stream_device), algorithm, "cudaStreamGetDevice");
+    if (stream_device != s.device) {
+      s.stream = s.side;  // still report to the others, on a stream of the right device
+      throw std::invalid_argument(std::string("libmerge::") + algorithm + ": the stream is of device " +
+                                  std::to_string(stream_device) + ", the communicator's device is " +
+                                  std::to_string(s.device));
+    }
+    if (s.shard.n < 0) throw std::invalid_argument(std::string("libmerge::") + algorithm + ": a negative length");
+    const cuda_backend::device_info& dev = cuda_backend::current_device(algorithm);
+    if (s.shard.n > 0) {
+      s.shard.keys = cuda_backend::device_pointer(s.shard.keys, dev, algorithm, WithValues ? "keys_first" : "first");
+      if constexpr (WithValues) s.shard.vals = cuda_backend::device_pointer(s.shard.vals, dev, algorithm, "values_first");
+    }
+    h.four_way = cuda_backend::four_way_available<local_policy, K, V, WithValues, Comp>(
+        dev, std::max<index_t>(s.shard.n, 1), algorithm);
+    if (most_runs(world) == 2) {
+      h.half = cuda_backend::two_run_width<local_policy, K, V, WithValues, Comp>(dev, s.shard.n, algorithm);
+    }
+  } catch (const std::exception& e) {
+    s.error = std::current_exception();
+    h.failed = 1;
+    std::strncpy(h.reason, e.what(), sizeof(h.reason) - 1);
+  } catch (...) {
+    s.error = std::current_exception();
+    h.failed = 1;
+  }
+  s.search.world = world;
+  s.early_search.world = world;
+  const std::size_t headers = align16(sizeof(header)) + align16(static_cast<std::size_t>(world) * sizeof(header));
+  const std::size_t searches = s.search.bytes() + s.early_search.bytes();
+  s.small.emplace(cuda::pool_allocator{}, s.stream, headers + searches + 32, algorithm);
+  char* p = s.small->template as<char>();
+  s.header_send = reinterpret_cast<header*>(p);
+  s.header_all = reinterpret_cast<header*>(p + align16(sizeof(header)));
+  s.search.carve(p + headers);
+  s.early_search.carve(p + headers + s.search.bytes());
+  s.done_send = reinterpret_cast<unsigned long long*>(p + headers + searches);
+  s.done_all = s.done_send + 2;
+  // The first run's length, which the local sort writes: 0 until then (a
+  // rank whose sort fails still searches, clamped, and reads a set word).
+  check_cuda(cudaMemsetAsync(s.search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(s.early_search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(s.done_send, 0, 32, s.stream), algorithm, "cudaMemsetAsync");
+}
+
+// Every rank's header to every rank (host wait 1).
+template <class K, class V, class Transport>
+void exchange_headers(Transport& t, std::vector<rank_state<K, V>>& st, const host_view& h, const char* algorithm) {
+  const int world = t.world();
+  std::vector<const void*> send;
+  std::vector<void*> recv;
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    rank_state<K, V>& s = st[i];
+    check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
+    check_cuda(cudaMemcpyAsync(s.header_send, &h.send[i], sizeof(header), cudaMemcpyHostToDevice, s.stream),
+               algorithm, "cudaMemcpyAsync (header)");
+    send.push_back(s.header_send);
+    recv.push_back(s.header_all);
+  }
+  t.allgather(send, recv, sizeof(header));
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    rank_state<K, V>& s = st[i];
+    check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
+    check_cuda(cudaMemcpyAsync(h.all + i * static_cast<std::size_t>(world), s.header_all,
+                               static_cast<std::size_t>(world) * sizeof(header), cudaMemcpyDeviceToHost, s.stream),
+               algorithm, "cudaMemcpyAsync (headers)");
+  }
+  t.wait_all();
+}
+
+// A local rank that failed throws its own exception (before the error that
+// names it to everyone else).
+template <class K, class V>
+void rethrow_local_failure(const std::vector<rank_state<K, V>>& st) {
+  for (const rank_state<K, V>& s : st) {
+    if (s.error) std::rethrow_exception(s.error);
+  }
+}
+
+// The checks every rank makes alike on the headers: a failed rank (its own
+// exception on that rank), types that differ from rank 0's.
+template <class K, class V>
+void check_headers(const std::vector<rank_state<K, V>>& st, const header* all, int world, const char* algorithm) {
+  rethrow_local_failure(st);
+  for (int q = 0; q < world; ++q) {
+    const std::string who = std::string("libmerge::") + algorithm + ": rank " + std::to_string(q);
+    if (all[q].failed) {
+      std::string reason(all[q].reason, strnlen(all[q].reason, sizeof(all[q].reason)));
+      throw std::runtime_error(who + " failed before the exchange, nothing was sorted: " +
+                               (reason.empty() ? std::string("(no message)") : reason));
+    }
+    if (all[q].key_bytes != all[0].key_bytes || all[q].key_code != all[0].key_code) {
+      throw std::invalid_argument(who + " passed keys of another type than rank 0's");
+    }
+    if (all[q].value_bytes != all[0].value_bytes || all[q].value_code != all[0].value_code) {
+      throw std::invalid_argument(who + " passed values of another type than rank 0's (or keys only)");
+    }
+    if (all[q].comp_code != all[0].comp_code) {
+      throw std::invalid_argument(who + " passed a comparator of another type than rank 0's");
+    }
+  }
+}
+
+}  // namespace libmerge::detail::nccl_backend

@@ -1,0 +1,158 @@
+// Step 2 of the NCCL sort (merge_sort.cuh): each rank's local sort into its
+// runs (with the early round, its two runs one after the other), and what
+// puts a rank's own elements back, sorted, when a later step fails.
+#pragma once
+
+#include "plan.cuh"
+
+namespace libmerge::detail::nccl_backend {
+
+// The local sort and the exchange's buffers: a failure becomes the rank's
+// status, which travels with its cuts (check_cuts). The runs and the receive
+// slots come from one allocation (rank_state::keys); the local sort's own
+// scratch is the caller's shard, which the merge overwrites at the end.
+// With the early round this sorts the first run only (sort_second the other).
+template <bool WithValues, class K, class V, class Comp>
+long long sort_rank(rank_state<K, V>& s, int world, const header* all, const call_plan& plan, Comp comp,
+                    const char* algorithm) {
+  try {
+    check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
+    const local_policy par = cuda::par.on(s.stream);
+    if (s.shard.n > 0) {
+      // The runs (n elements), the slots (n elements at most, and a margin
+      // on both sides of every piece of every chunk, plus 16 to start each
+      // piece at the offset plan_pieces picks; with the early round the
+      // mirrors first and less room for the slots: layout_early), and the
+      // tree's second buffer where needed.
+      const std::size_t n = static_cast<std::size_t>(s.shard.n);
+      const std::size_t margin = slot_margin<K, V, WithValues>();
+      std::size_t received = n;
+      if (plan.early) {
+        const early_layout e = layout_early(s.rank, all, world, margin);
+        s.mirror = e.mirror;
+        s.slots = e.slots;
+        s.half = all[s.rank].half;
+        received = static_cast<std::size_t>(e.slots - static_cast<long long>(n) + e.slot_room);
+      }
+      const std::size_t elements = n + received + static_cast<std::size_t>(plan.pieces(world)) *
+                                                      static_cast<std::size_t>(plan.chunks) * (2 * margin + 16);
+      const std::size_t keys = align_wire(elements * sizeof(K)), vals = WithValues ? align_wire(elements * sizeof(V)) : 0;
+      const std::size_t tmp =
+          plan.needs_tmp(world) ? align_wire(n * sizeof(K)) + (WithValues ? align_wire(n * sizeof(V)) : 0) : 0;
+      s.big.emplace(cuda::pool_allocator{}, s.stream, keys + vals + tmp, algorithm);
+      char* p = s.big->template as<char>();
+      s.keys = reinterpret_cast<K*>(p);
+      if constexpr (WithValues) s.vals = reinterpret_cast<V*>(p + keys);
+      if (plan.needs_tmp(world)) {
+        s.tmp_keys = reinterpret_cast<K*>(p + keys + vals);
+        if constexpr (WithValues) s.tmp_vals = reinterpret_cast<V*>(p + keys + vals + align_wire(n * sizeof(K)));
+      }
+    }
+    cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
+        par, s.shard.keys, s.shard.vals, plan.early ? s.half : s.shard.n,
+        cuda_backend::runs_target<K, V>{s.keys, s.vals, !plan.early && plan.runs == 2, s.search.width}, comp,
+        algorithm);
+    (plan.early ? s.first_sorted : s.sorted) = true;
+    // The exchange's stream and events now, while the GPU sorts: made after
+    // the cuts arrive (host wait 2), they held the first round back.
+    open_exchange(s, plan, algorithm);
+    return 0;
+  } catch (...) {
+    s.error = std::current_exception();
+    return 1;
+  }
+}
+
+// The early round's second sort: [W, n) into the second run, then W as the
+// first run's length (the exact search's and restore_shard's).
+template <bool WithValues, class K, class V, class Comp>
+long long sort_second(rank_state<K, V>& s, Comp comp, const char* algorithm) {
+  if (s.error) return 1;
+  try {
+    check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
+    const long long w = s.half;
+    cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
+        cuda::par.on(s.stream), s.shard.keys + w, WithValues ? s.shard.vals + w : s.shard.vals, s.shard.n - w,
+        cuda_backend::runs_target<K, V>{s.keys + w, WithValues ? s.vals + w : s.vals, false, s.search.width}, comp,
+        algorithm);
+    cuda_backend::launch_with(nullptr, cuda_backend::store_width_kernel<>, 1, 1, 0, s.stream, algorithm,
+                              "launch of store_width_kernel", s.search.width, w);
+    s.sorted = true;
+    check_cuda(cudaEventRecord(s.events[0], s.stream), algorithm, "cudaEventRecord");
+    return 0;
+  } catch (...) {
+    s.error = std::current_exception();
+    return 1;
+  }
+}
+
+// restore_shard where the early round's second sort failed: the first run
+// back into [0, W) of the shard (its scratch), then the shard sorted.
+template <bool WithValues, class K, class V, class Comp>
+void restore_first_run(rank_state<K, V>& s, Comp comp) noexcept {
+  try {
+    cudaSetDevice(s.device);
+    if (s.exchange_stream != nullptr) cudaStreamSynchronize(s.exchange_stream);
+    cudaGetLastError();
+    const std::size_t w = static_cast<std::size_t>(s.half);
+    if (cudaMemcpyAsync(s.shard.keys, s.keys, sizeof(K) * w, cudaMemcpyDeviceToDevice, s.stream) != cudaSuccess) return;
+    if constexpr (WithValues) {
+      if (cudaMemcpyAsync(s.shard.vals, s.vals, sizeof(V) * w, cudaMemcpyDeviceToDevice, s.stream) != cudaSuccess) {
+        return;
+      }
+    }
+    const local_policy par = cuda::par.on(s.stream);
+    if constexpr (WithValues) {
+      libmerge::merge_sort_by_key(par, s.shard.keys, s.shard.keys + s.shard.n, s.shard.vals, comp);
+    } else {
+      libmerge::merge_sort(par, s.shard.keys, s.shard.keys + s.shard.n, comp);
+    }
+    cudaStreamSynchronize(s.stream);
+  } catch (...) {
+    cudaGetLastError();
+  }
+}
+
+// Puts a rank's own elements back into its shard, sorted, after a failure
+// past the local sort (which used the shard as scratch): the merge of its
+// runs, or their copy. Best effort: a device that failed cannot be helped.
+template <bool WithValues, class K, class V, class Comp>
+void restore_shard(rank_state<K, V>& s, Comp comp) noexcept {
+  if (s.shard.n == 0) return;
+  if (!s.sorted && s.first_sorted) return restore_first_run<WithValues>(s, comp);
+  if (!s.sorted) return;
+  try {
+    cudaSetDevice(s.device);
+    if (s.exchange_stream != nullptr) cudaStreamSynchronize(s.exchange_stream);
+    long long w = s.shard.n;
+    if (cudaMemcpyAsync(&w, s.search.width, sizeof(w), cudaMemcpyDeviceToHost, s.stream) != cudaSuccess ||
+        cudaStreamSynchronize(s.stream) != cudaSuccess) {
+      return;
+    }
+    w = std::clamp<long long>(w, 0, s.shard.n);
+    const local_policy par = cuda::par.on(s.stream);
+    const K* k = s.keys;
+    try {
+      if constexpr (WithValues) {
+        libmerge::merge_by_key(par, k, k + w, k + w, k + s.shard.n, s.vals, s.vals + w, s.shard.keys, s.shard.vals,
+                               comp);
+      } else {
+        libmerge::merge(par, k, k + w, k + w, k + s.shard.n, s.shard.keys, comp);
+      }
+    } catch (...) {
+      // The merge could not start (its temporary storage): the runs as they
+      // are, the rank's own elements in two sorted runs, before they go.
+      cudaGetLastError();
+      cudaMemcpyAsync(s.shard.keys, s.keys, sizeof(K) * static_cast<std::size_t>(s.shard.n), cudaMemcpyDeviceToDevice,
+                      s.stream);
+      if constexpr (WithValues) {
+        cudaMemcpyAsync(s.shard.vals, s.vals, sizeof(V) * static_cast<std::size_t>(s.shard.n),
+                        cudaMemcpyDeviceToDevice, s.stream);
+      }
+    }
+    cudaStreamSynchronize(s.stream);
+  } catch (...) {
+  }
+}
+
+}  // namespace libmerge::detail::nccl_backend

@@ -1,0 +1,148 @@
+// How an NCCL sort goes, decided alike on every rank from the headers
+// (merge_sort.cuh): the runs a rank's local sort leaves, the exchange's
+// rounds and taper, the early round, and where a rank keeps what it receives.
+#pragma once
+
+#include "state.cuh"
+
+namespace libmerge::detail::nccl_backend {
+
+// How a call goes for every rank alike, from the headers: the runs each
+// rank's local sort leaves, and whether the receiving ranks merge their
+// pieces in one 4-way pass (merge_four; else a tree of 2-way merges).
+struct call_plan {
+  int runs = 1;
+  int chunks = 1;  // the exchange's rounds; each rank's output is cut into as many chunks
+  double taper = 1.0;  // each chunk over the one before (chunk_target)
+  bool four_way = false;
+  bool early = false;  // the first runs' pieces travel while the second runs sort (early_round)
+  int pieces(int world) const { return world * runs; }  // a chunk's
+  // The merge tree's second buffer: more than two pieces without merge_four.
+  bool needs_tmp(int world) const { return pieces(world) > (four_way ? 4 : 2); }
+};
+
+// The exchange's rounds by default: as many as ranks, up to 4, a chunk at
+// least min_chunk elements of a rank's output, each chunk default_taper
+// times the one before. Chunk c's merge runs while chunk c + 1 travels, so
+// past the exchange the call waits for the last chunk's merge only; but
+// NCCL's kernels slow beside the merges, so the first round (alone on the
+// wire) is the longest and the last (whose merge nothing hides) the
+// shortest. 2^30 int32 keys, H200s, same calls (exchange + merge, the call;
+// ranges over runs): on 2, one round 3.04 + 2.34 ms; 2 equal rounds 3.60 +
+// 1.32 (25.4-25.8 ms, 1.73x-1.76x); 2 tapered 0.8: 3.60-3.70 + 1.15
+// (25.22-25.45, 1.754x-1.770x; pairs 1.71x-1.72x), the exchange 1.20x-1.22x
+// NCCL's all-to-all; 3 tapered 0.6: 3.91 + 0.83 (25.21-25.44, 1.755x-1.771x;
+// pairs 1.72x-1.73x), but the exchange, slowed by two merges beside it,
+// 1.30x-1.32x; 4 tapered 0.6: 25.34-25.58. On 4: one round 3.27 + 1.25; 4
+// equal rounds 2.97 + 0.50 (14.3-14.5); 4 tapered 0.6: 3.00 + 0.27
+// (14.07-14.16, 3.16x-3.18x; 3 or 5 rounds 14.0-14.4). (More rounds than 4
+// past 4 ranks were not measured: one round there unless the caller asks.)
+inline constexpr int most_default_chunks = 4;
+inline constexpr long long min_chunk = 1LL << 22;
+inline double default_taper(int world) { return world <= 2 ? 0.8 : 0.6; }
+
+// The early round by default where every rank's first run has at least
+// this many elements: it costs a search (three rounds of collectives) and a
+// host wait whatever it moves. (Measured at first runs of 2^26 and 2^28
+// elements, where it gains; not below.)
+inline constexpr long long min_early = 1LL << 20;
+
+// How the exchange goes where tests and benchmarks choose (sort_shards; it
+// must be the same on every rank: the headers do not carry it).
+struct exchange_options {
+  int chunks = 0;    // the rounds (0: the default below)
+  double taper = 0;  // each chunk's length over the one before (0: the default)
+  int early = -1;    // the early round: 1 wherever there are two runs, 0 never, -1 the default
+};
+
+inline call_plan plan_call(const header* all, int world, long long longest, const exchange_options& o) {
+  const int chunks = o.chunks, early = o.early;
+  const double taper = o.taper;
+  call_plan c;
+  c.four_way = true;
+  for (int q = 0; q < world; ++q) c.four_way = c.four_way && all[q].four_way != 0;
+  // Two runs a rank where the receiving rank merges 2 x 2 pieces in one
+  // pass (2 ranks: most_runs): the local sort's last merge
+  // level is then left out (2^30 int32 keys on 2 GPUs: one pass of 2^29 keys
+  // fewer a rank).
+  c.runs = c.four_way ? most_runs(world) : 1;
+  const long long wanted =
+      chunks > 0 ? chunks : (world <= most_default_chunks ? std::min<long long>(longest / min_chunk, world) : 1);
+  c.chunks = static_cast<int>(std::clamp<long long>(wanted, 1, max_chunks));
+  c.early = early != 0 && c.runs == 2;
+  for (int q = 0; q < world; ++q) {
+    const long long w = all[q].half;
+    c.early = c.early && w > 0 && w < all[q].n && (early > 0 || w >= min_early);
+  }
+  // After the early round the exchange moves about half as much, and the
+  // merges, not NCCL, set the pace: more rounds, equal (2^30 int32 keys
+  // on 2 H100s, ms: 2 rounds tapered 0.8 25.97-26.17, 2 equal 26.35, 3
+  // 25.86, 4 25.90, 6 26.04, 8 26.17; pairs 45.74-45.76, 46.44, 45.66,
+  // 45.34, 45.39, 45.67).
+  if (c.early && chunks <= 0) {
+    c.chunks = static_cast<int>(std::clamp<long long>(longest / min_chunk, 1, most_default_chunks));
+  }
+  c.taper = taper > 0 ? taper : (c.early ? 1.0 : default_taper(world));
+  return c;
+}
+
+// Where local rank r keeps what the early round and the rounds after it
+// bring (plan.early): after its runs (n elements), a mirror of each peer q's
+// first run (its W elements and a margin for the widened pieces, at a
+// multiple of 256 elements: every piece lands at its own offset in q's runs,
+// as aligned as it was there, in keys and values alike), then the slots for
+// the second runs' pieces, which hold at most min(n, the peers' second runs).
+struct early_layout {
+  std::vector<long long> mirror;
+  long long slots = 0, slot_room = 0;
+};
+inline long long round_256(long long x) { return (x + 255) / 256 * 256; }
+inline early_layout layout_early(int r, const header* all, int world, std::size_t margin) {
+  early_layout e;
+  long long at = round_256(all[r].n), second = 0;
+  for (int q = 0; q < world; ++q) {
+    e.mirror.push_back(q == r ? -1 : at);
+    if (q != r) {
+      at = round_256(at + all[q].half + static_cast<long long>(margin));
+      second += all[q].n - all[q].half;
+    }
+  }
+  e.slots = at;
+  e.slot_room = std::min(all[r].n, second);
+  return e;
+}
+
+// Elements of room around each received piece: NCCL moves pieces widened to
+// wire_align boundaries (wire()), up to wire_align - 1 bytes on each side.
+template <class K, class V, bool WithValues>
+std::size_t slot_margin() {
+  const std::size_t smallest = WithValues ? std::min(sizeof(K), sizeof(V)) : sizeof(K);
+  return (wire_align + smallest - 1) / smallest;
+}
+
+// The exchange's stream and events of a rank, its stream waiting for what
+// the stream has sorted so far (the runs, or with the early round the first
+// run). The highest priority: a chunk's NCCL kernels then take SMs as the
+// blocks of the merge (or sort) before them end, instead of after its last
+// wave.
+template <class K, class V>
+void open_exchange(rank_state<K, V>& s, const call_plan& plan, const char* algorithm) {
+  int least = 0, greatest = 0;
+  check_cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), algorithm, "cudaDeviceGetStreamPriorityRange");
+  check_cuda(cudaStreamCreateWithPriority(&s.exchange_stream, cudaStreamNonBlocking, greatest), algorithm,
+             "cudaStreamCreateWithPriority");
+  for (int e = 0; e <= plan.chunks + (plan.early ? 2 : 0); ++e) {
+    cudaEvent_t ev{};
+    check_cuda(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), algorithm, "cudaEventCreate");
+    s.events.push_back(ev);
+  }
+  const cudaEvent_t ready = plan.early ? s.events[s.events.size() - 2] : s.events[0];
+  if (plan.early) {
+    s.first_run = ready;
+    s.early_done = s.events.back();
+  }
+  check_cuda(cudaEventRecord(ready, s.stream), algorithm, "cudaEventRecord");
+  check_cuda(cudaStreamWaitEvent(s.exchange_stream, ready, 0), algorithm, "cudaStreamWaitEvent");
+}
+
+}  // namespace libmerge::detail::nccl_backend
