@@ -1,0 +1,330 @@
+// The dense sorted search's tile (sorted_search.cuh has the host side): the
+// tile's layout in shared memory, its loads with a halo element on each side,
+// the walk of the tile's merge that records bounds and matches instead of
+// keys, the coalesced stores of the results and the match counts, and
+// search_kernel.
+#pragma once
+
+
+#include <cuda_runtime_api.h>
+
+#include <cub/block/block_reduce.cuh>
+#include <cuda/std/functional>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <iterator>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+
+#include "../../../libmerge/detail/config.hpp"
+#include "../../../libmerge/detail/dispatch.hpp"
+#include "../../../libmerge/search_tags.hpp"
+#include "../../../policies/cuda.hpp"
+#include "../../engine/bounds.hpp"
+#include "../cta_merge.cuh"
+#include "../device.cuh"
+#include "../error.hpp"
+#include "../iterators.cuh"
+#include "../launch.cuh"
+#include "../memory.cuh"
+#include "../partition.cuh"
+
+namespace libmerge::detail::cuda_backend {
+
+// The geometry of a search: one merge of A with B, each read as its own type,
+// so the comparator sees exactly the arguments the serial backend gives it
+// (int32 needles in an int64 haystack are not narrowed).
+template <class AIt, class BIt>
+struct search_merge {
+  AIt a_keys;
+  BIt b_keys;
+  index_t na, nb;
+  LIBMERGE_HOST_DEVICE index_t size() const { return na + nb; }
+  LIBMERGE_HOST_DEVICE merge_problem problem_at(index_t) const { return {0, na, 0, nb, 0}; }
+  LIBMERGE_HOST_DEVICE AIt a_view(index_t i) const { return a_keys + i; }
+  LIBMERGE_HOST_DEVICE BIt b_view(index_t i) const { return b_keys + i; }
+};
+
+// What A's results are: its search_type's encoding of bound and match, or
+// (sorted_equality_count) the number of equal elements in B.
+enum class a_writes { search, equal_count };
+
+// Counters of matched elements of A and of B, in device memory.
+struct match_counters {
+  unsigned long long* a;
+  unsigned long long* b;
+};
+
+// Shared memory of a search tile: slot 0 for A's halo (the element before the
+// tile's range of A), A's range, then B's range (aligned for its type) and
+// B's halo (the element after the range). Then one int a tile position holding
+// the local bound, with the match flag in bit 31. (Results written over the
+// dead keys, which halves the shared memory, need the walk's steps kept in
+// registers until a barrier: at 512x15 that spilled with 42 registers.)
+template <class TA, class TB, int NV>
+struct search_layout {
+  static constexpr std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
+  static constexpr std::size_t results = align_up((NV + 2) * elem + alignof(TB), 16);
+  static constexpr std::size_t bytes = results + align_up(NV * sizeof(int), 16);
+  // Byte offset of B's range when A's holds na elements (after A's halo).
+  __device__ static std::size_t b_offset(int na) { return align_up((1 + na) * sizeof(TA), alignof(TB)); }
+};
+
+constexpr int match_flag = int(0x80000000u);
+
+// Loads a[0, na) and b[0, count - na) striped over the CTA, every load issued
+// before the first store. One type: the two ranges are contiguous in shared
+// memory and load_tile does it; two types: each side into its own array.
+template <int NT, int VT, bool Full, class TA, class TB, class AIt, class BIt>
+__device__ __forceinline__ void load_search_tile(AIt a, int na, BIt b, int count, TA* as, TB* bs, int tid) {
+  if constexpr (std::is_same_v<TA, TB>) {
+    load_tile<NT, VT, Full>(a, na, b, count, as, tid);
+  } else {
+    TA xa[VT];
+    TB xb[VT];
+#pragma unroll
+    for (int i = 0; i < VT; ++i) {
+      const int j = NT * i + tid;
+      if (j < na) {
+        xa[i] = a[j];
+      } else if (Full || j < count) {
+        xb[i] = b[j - na];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < VT; ++i) {
+      const int j = NT * i + tid;
+      if (j < na) {
+        as[j] = xa[i];
+      } else if (Full || j < count) {
+        bs[j - na] = xb[i];
+      }
+    }
+  }
+}
+
+// The upper bound of x in hay[0, n), given that hay[from] is equal to x (so
+// the bound is past it): galloping, so a run of k equal elements costs
+// 2 log2(k) probes. Every probe lies in [from, n).
+template <class Hay, class T, class Comp>
+__device__ index_t upper_bound_from(Hay hay, index_t from, index_t n, const T& x, Comp& comp) {
+  index_t lo = from + 1, step = 1, hi = lo;
+  while (hi < n && !comp(x, hay[hi])) {
+    lo = hi + 1;
+    step *= 2;
+    hi = lo + step - 1;
+  }
+  return bound_within<true>(hay, lo, hi < n ? hi : n, x, comp);
+}
+
+// Adds a tile's match counts to the counters, one atomic per counter a tile.
+// A tile holds at most 65535 elements, so both sums fit 16 bits of one
+// unsigned int and one BlockReduce does both.
+template <int NT, bool CountA, bool CountB>
+__device__ __forceinline__ void add_matches(unsigned matches_a, unsigned matches_b, match_counters counters, int tid) {
+  if constexpr (CountA || CountB) {
+    using reduce = cub::BlockReduce<unsigned, NT>;
+    __shared__ typename reduce::TempStorage storage;
+    const unsigned total = reduce(storage).Sum(matches_a | (matches_b << 16));
+    if (tid == 0) {
+      if (CountA && (total & 0xffff) != 0) atomicAdd(counters.a, static_cast<unsigned long long>(total & 0xffff));
+      if (CountB && (total >> 16) != 0) atomicAdd(counters.b, static_cast<unsigned long long>(total >> 16));
+    }
+  }
+}
+
+// B read at global position k: from the tile's copy where it has one (its
+// range and halo start at global position b0), else from global memory.
+template <class TB, class BIt>
+struct tile_or_global {
+  const TB* tile;
+  int valid;
+  index_t b0;
+  BIt global;
+  __device__ TB operator[](index_t k) const { return k - b0 < valid ? tile[k - b0] : static_cast<TB>(global[k]); }
+};
+
+template <class It>
+using out_value_t = typename std::iterator_traits<It>::value_type;
+
+// Coalesced stores of the tile's results: positions [0, na) are A's,
+// [na, count) B's. Matches are counted here, once a position.
+template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt,
+          class AOut, class BOut, class Comp>
+__device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& g, const tile_range& r,
+                                                  const value_of<AIt>* as, int na, const value_of<BIt>* bs, int nb,
+                                                  int count, int b_valid, const int* results, AOut a_out,
+                                                  BOut b_out, match_counters counters, Comp& comp, int tid) {
+  using TB = value_of<BIt>;
+  constexpr bool a_writes_any = writes_output(TypeA) || AWrites == a_writes::equal_count;
+  unsigned matches_a = 0, matches_b = 0;
+#pragma unroll
+  for (int i = 0; i < Box::vt; ++i) {
+    const int j = Box::nt * i + tid;
+    if (!Full && j >= count) break;
+    if (j < na ? !a_writes_any : !writes_output(TypeB)) continue;  // a side that writes nothing
+    const int res = results[j];
+    const bool m = res < 0;
+    // For sorted input every position was written once. The clamp is for
+    // input that is not sorted (or a comparator that is not a strict weak
+    // order), where the threads' paths may miss or overlap positions: the
+    // results are then unspecified but every bound stays within the tile.
+    const int other = j < na ? nb : na;
+    const int local = (res & ~match_flag) < other ? (res & ~match_flag) : other;
+    if (j < na) {
+      if constexpr (AWrites == a_writes::equal_count) {
+        // Equal elements of B start at the lower bound; the run may go on past
+        // the tile, where the search reads global memory.
+        const index_t lb = r.b0 + local;
+        index_t n_equal = 0;
+        if (m && lb < g.nb) {
+          const tile_or_global<TB, BIt> hay{bs, b_valid, r.b0, g.b_keys};
+          n_equal = upper_bound_from(hay, lb, g.nb, as[j], comp) - lb;
+        }
+        a_out[r.a0 + j] = static_cast<out_value_t<AOut>>(n_equal);
+      } else if constexpr (writes_output(TypeA)) {
+        a_out[r.a0 + j] = encode_search_result<TypeA, out_value_t<AOut>>(r.b0 + local, m);
+        matches_a += m;
+      }
+    } else if constexpr (writes_output(TypeB)) {
+      b_out[r.b0 + (j - na)] = encode_search_result<TypeB, out_value_t<BOut>>(r.a0 + local, m);
+      matches_b += m;
+    }
+  }
+  add_matches<Box::nt, writes_match(TypeA), writes_match(TypeB)>(matches_a, matches_b, counters, tid);
+}
+
+// The dense search of one tile: A's lower bounds into B, B's upper bounds
+// into A: the tile (and its halo) into shared memory, the merge walk, the
+// stores (store_search_tile).
+template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt,
+          class AOut, class BOut, class Comp>
+__device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, const tile_range& r, bool ordered,
+                                            unsigned char* smem, AOut a_out, BOut b_out, match_counters counters,
+                                            Comp& comp) {
+  using TA = value_of<AIt>;
+  using TB = value_of<BIt>;
+  using layout = search_layout<TA, TB, Box::nv>;
+  constexpr bool a_writes_any = writes_output(TypeA) || AWrites == a_writes::equal_count;
+  constexpr bool a_needs_match = writes_match(TypeA) || AWrites == a_writes::equal_count;
+  constexpr bool b_needs_match = writes_match(TypeB);
+  const int tid = static_cast<int>(threadIdx.x);
+
+  const int na = static_cast<int>(r.a1 - r.a0);
+  const int count = r.count();
+  const int nb = count - na;
+  // Halo elements: B's element after the range decides the match of the last
+  // A elements, A's element before the range that of the first B elements.
+  const int halo_a = b_needs_match && r.a0 > 0 ? 1 : 0;
+  const int halo_b = a_needs_match && r.b1 < g.nb ? 1 : 0;
+  TA* as = reinterpret_cast<TA*>(smem) + 1;
+  TB* bs = reinterpret_cast<TB*>(smem + layout::b_offset(na));
+  int* results = reinterpret_cast<int*>(smem + layout::results);
+
+  const int b_valid = nb + halo_b;  // B's elements a match test may read
+  if (!ordered) {
+    for (int j = tid; j < count; j += Box::nt) results[j] = 0;
+  } else {
+    if (tid == 0 && halo_a) as[-1] = g.a_keys[r.a0 - 1];
+    if (tid == Box::nt - 1 && halo_b) bs[nb] = g.b_keys[r.b1];
+    load_search_tile<Box::nt, Box::vt, Full>(g.a_keys + r.a0, na, g.b_keys + r.b0, count, as, bs, tid);
+    __syncthreads();
+
+    // The tile's merge (A first on ties): results[a] = b (and match_flag)
+    // for A's element a, results[na + b] = a for B's element b. Each thread
+    // walks its VT steps, bounded by where the next thread starts: the walks
+    // then cover the tile's positions exactly once whatever the comparator
+    // does. Starts out of order (unsorted input) make the tile write no match
+    // and bound 0 instead. Keys are read only at in-range offsets; as[-1]
+    // stands in where A has no element before. (Inline here: as a function of
+    // its own, with `starts` in it, nvcc 13.0 compiled 60 of the search
+    // kernels differently.)
+    const int diag = Box::vt * tid < count ? Box::vt * tid : count;
+    const int diag_end = Box::vt * (tid + 1) < count ? Box::vt * (tid + 1) : count;
+    int a = merge_path<bounds::lower, int>(as, na, bs, nb, diag, comp);
+    int b = diag - a;
+    __shared__ int starts[Box::nt];
+    starts[tid] = a;
+    __syncthreads();
+    const int a_end = tid + 1 < Box::nt ? starts[tid + 1] : na;
+    const int b_end = diag_end - a_end;
+    if (__syncthreads_or(a_end < a || b_end < b)) {
+      for (int j = tid; j < count; j += Box::nt) results[j] = 0;
+    } else {
+      TA a_key = as[a < na ? a : -1];
+      TB b_key = bs[b < b_valid ? b : 0];
+      TA prev_a = as[a - 1];
+#pragma unroll
+      for (int i = 0; i < Box::vt; ++i) {
+        if (!Full && diag + i >= diag_end) break;
+        const bool take_a = b >= b_end || (a < a_end && !comp(b_key, a_key));
+        if (take_a) {
+          if constexpr (a_writes_any) {
+            const bool m = a_needs_match && b < b_valid && !comp(a_key, b_key);
+            results[a] = b | (m ? match_flag : 0);
+          }
+          prev_a = a_key;
+          ++a;
+          a_key = as[a < na ? a : -1];
+        } else {
+          if constexpr (writes_output(TypeB)) {
+            const bool m = b_needs_match && (a > 0 || halo_a) && !comp(prev_a, b_key);
+            results[na + b] = a | (m ? match_flag : 0);
+          }
+          ++b;
+          b_key = bs[b < b_valid ? b : 0];
+        }
+      }
+    }
+  }
+  __syncthreads();
+  store_search_tile<Box, Full, TypeA, TypeB, AWrites>(g, r, as, na, bs, nb, count, b_valid, results, a_out, b_out,
+                                                      counters, comp, tid);
+}
+
+// Registers decide how many CTAs share an SM: three quarters of a full SM, as
+// many as the shared memory of a 512x15 tile allows (at a full SM's 32
+// registers the match modes spill).
+template <class Box>
+inline constexpr int search_ctas_per_sm = Box::nt <= 512 ? 1536 / Box::nt : 1;
+
+template <class Box, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt, class AOut,
+          class BOut, class Comp>
+__global__ void __launch_bounds__(Box::nt, search_ctas_per_sm<Box>)
+    search_kernel(search_merge<AIt, BIt> g, const index_t* mp, const unsigned char* out_of_order, int order_blocks,
+                  AOut a_out, BOut b_out, match_counters counters, match_counts* zero, Comp comp) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  wait_for_prerequisite_grid();  // the partitions are complete from here on
+  const index_t tile = blockIdx.x;
+  if (zero != nullptr && tile == 0 && threadIdx.x == 0) *zero = match_counts{};  // counts of a search without matches
+  // Partitions out of order (unsorted input, or a comparator that is no
+  // strict weak order) make tiles overlap and leave gaps. Then tile t takes
+  // positions [t * nv, (t + 1) * nv) of A's outputs followed by B's and writes
+  // no match and the bound of its first position: every output is written
+  // once, with a value in range, whatever the comparator did.
+  int bad = 0;
+  for (int i = static_cast<int>(threadIdx.x); i < order_blocks; i += Box::nt) bad |= out_of_order[i];
+  const bool ordered = !__syncthreads_or(bad);
+  tile_range r;
+  if (ordered) {
+    r = find_tile_range(g, tile, Box::nv, mp[tile], mp[tile + 1]);
+  } else {
+    const index_t d0 = tile * Box::nv, d1 = d0 + Box::nv < g.na + g.nb ? d0 + Box::nv : g.na + g.nb;
+    r.a0 = d0 < g.na ? d0 : g.na;
+    r.a1 = d1 < g.na ? d1 : g.na;
+    r.b0 = d0 - r.a0;
+    r.b1 = d1 - r.a1;
+  }
+  if (r.count() == Box::nv) {
+    search_tile<Box, true, TypeA, TypeB, AWrites>(g, r, ordered, smem, a_out, b_out, counters, comp);
+  } else {
+    search_tile<Box, false, TypeA, TypeB, AWrites>(g, r, ordered, smem, a_out, b_out, counters, comp);
+  }
+}
+
+}  // namespace libmerge::detail::cuda_backend

@@ -1,0 +1,287 @@
+// The sparse sorted search's kernel (sorted_search.cuh has the host side):
+// each needle searched in the whole haystack, K at a time in lockstep, by
+// binary, 4-ary or interpolation probes (needle_search_kernel).
+#pragma once
+
+#include "dense.cuh"
+
+namespace libmerge::detail::cuda_backend {
+
+// K searches in lockstep: pos[k] becomes the first position in hay[lo, hi)
+// whose element is not before x[k] (Upper: is after x[k]), or hi. The
+// branch-free form halves the same length for every needle, so the K loads of
+// a step are independent and in flight together (a plain binary search per
+// needle has one load in flight a thread).
+template <bool Upper, int K, class Index, class Hay, class T, class Comp>
+__device__ __forceinline__ void bounds_in_lockstep(Hay hay, Index lo, Index hi, const T (&x)[K], Index (&pos)[K],
+                                                   Comp& comp) {
+  const auto before = [&](Index p, const T& v) { return Upper ? !comp(v, hay[p]) : comp(hay[p], v); };
+#pragma unroll
+  for (int k = 0; k < K; ++k) pos[k] = lo;
+  Index n = hi - lo;
+  if (n <= 0) return;
+  while (n > 1) {
+    const Index half = n / 2;
+#pragma unroll
+    for (int k = 0; k < K; ++k) pos[k] = before(pos[k] + half, x[k]) ? pos[k] + half : pos[k];
+    n -= half;
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) pos[k] += before(pos[k], x[k]) ? 1 : 0;
+}
+
+// The same with three probes a step (a 4-ary search): a quarter of the length
+// is left after each step, so the chain of dependent loads is half as long,
+// for 1.5 times the loads. Invariant: pos[k]'s answer lies in
+// [pos[k], pos[k] + len[k]]; every probe lies in [lo, hi).
+template <bool Upper, int K, class Index, class Hay, class T, class Comp>
+__device__ __forceinline__ void bounds_in_lockstep_4(Hay hay, Index lo, Index hi, const T (&x)[K],
+                                                     Index (&pos)[K], Comp& comp) {
+  const auto before = [&](Index p, const T& v) { return Upper ? !comp(v, hay[p]) : comp(hay[p], v); };
+  Index len[K];
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    pos[k] = lo;
+    len[k] = hi - lo;
+  }
+  if (hi <= lo) return;
+  Index longest = hi - lo;
+  while (longest > 3) {
+    longest = 0;
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const Index q = len[k] / 4;
+      if (q > 0) {
+        const int c = int(before(pos[k] + q, x[k])) + int(before(pos[k] + 2 * q, x[k])) +
+                      int(before(pos[k] + 3 * q, x[k]));
+        pos[k] += c * q;
+        len[k] = c == 3 ? len[k] - 3 * q : q;
+      }
+      longest = len[k] > longest ? len[k] : longest;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    while (len[k] > 1) {
+      const Index half = len[k] / 2;
+      pos[k] = before(pos[k] + half, x[k]) ? pos[k] + half : pos[k];
+      len[k] -= half;
+    }
+    if (len[k] == 1) pos[k] += before(pos[k], x[k]) ? 1 : 0;
+  }
+}
+
+// Interpolation needs keys that are numbers and a comparator that orders them
+// as numbers (or in reverse): then where x falls between two keys of the
+// haystack says roughly where its bound is. (Thrust's less and greater are
+// cuda::std's.)
+template <class Comp>
+struct numeric_order : std::false_type {};
+template <class T>
+struct numeric_order<libmerge::less<T>> : std::true_type {};
+template <class T>
+struct numeric_order<libmerge::greater<T>> : std::true_type {};
+template <class T>
+struct numeric_order<::cuda::std::less<T>> : std::true_type {};
+template <class T>
+struct numeric_order<::cuda::std::greater<T>> : std::true_type {};
+
+template <class T>
+inline constexpr bool is_number_v = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
+
+template <class Comp, class Needle, class Hay>
+inline constexpr bool interpolable_v = numeric_order<Comp>::value && is_number_v<Needle> && is_number_v<Hay>;
+
+// Probes of the interpolation phase before the search falls back to binary.
+// Three find the bound of uniform int32 keys in as many 64-byte blocks as
+// four (simulated: 1.31 blocks a needle at |A| = |B|/64, against 2.34 for a
+// binary search) and bound what skewed keys can waste.
+inline constexpr int interpolation_probes = 3;
+
+// The first position in hay[0, nh) whose element is not before x (Upper: is
+// after x), or nh: a binary search down to a window of `window` positions,
+// then up to interpolation_probes probes where interpolation between the
+// window's end keys puts the bound, each reading the two ends of the 64-byte
+// block around that guess (one DRAM fetch), then a binary search of what is
+// left (inside the block: L1 hits).
+// Why: at |A| = |B|/64 a binary search reads about 2.3 blocks of 64 bytes a
+// needle, and DRAM's random-access rate bounds it (thrust::lower_bound ties
+// the streaming search there); on keys spread evenly the guess lands in or
+// beside the right block. The levels above the window are shared by
+// neighbouring needles (their blocks are read once, for all of them).
+// Skewed keys only cost probes: a probe that misses still moves one end of
+// the window, the guess is clamped inside it, and a needle equal to the key at
+// the window's end (a run of equal keys the guess cannot see into) is searched
+// binary from there (after one probe, if that end came from a probe). Invariant: the bound lies in [lo, hi]; hay[lo
+// - 1] (vlo, if lo > 0) is before x and hay[hi] (vhi, if hi < nh) is not.
+// Every load lies in [0, nh) whatever the keys, sorted or not.
+// b - a as a float, for a guess: integers are subtracted in their common
+// type made unsigned (no difference overflows; int64 keys near 2^62 that
+// differ by 1 give 1), floating point in its own type (an overflow to
+// infinity only spoils the guess).
+template <class A, class B>
+__device__ __forceinline__ float key_distance(const A& a, const B& b) {
+  using C = std::common_type_t<A, B>;
+  const C ca = static_cast<C>(a), cb = static_cast<C>(b);
+  if constexpr (std::is_integral_v<C>) {
+    using U = std::make_unsigned_t<C>;
+    return cb >= ca ? static_cast<float>(static_cast<U>(static_cast<U>(cb) - static_cast<U>(ca)))
+                    : -static_cast<float>(static_cast<U>(static_cast<U>(ca) - static_cast<U>(cb)));
+  } else {
+    return static_cast<float>(cb - ca);
+  }
+}
+
+template <bool Upper, class Index, class Hay, class T, class Comp>
+__device__ __forceinline__ Index interpolation_bound(Hay hay, Index nh, const T& x, Index window, int phase,
+                                                     Comp& comp) {
+  using H = value_of<Hay>;
+  // Keys a 64-byte block; phase: the haystack's offset from a block boundary
+  // in keys, so that a probe's two loads share one DRAM fetch.
+  constexpr Index block = sizeof(H) <= 64 && 64 % sizeof(H) == 0 ? Index(64 / sizeof(H)) : Index(1);
+  const auto before = [&](const H& v) { return Upper ? !comp(x, v) : comp(v, x); };
+  Index lo = 0, hi = nh;
+  H vlo{}, vhi{};
+  while (hi - lo >= window) {
+    const Index mid = lo + (hi - lo) / 2;
+    const H v = hay[mid];
+    if (before(v)) {
+      lo = mid + 1;
+      vlo = v;
+    } else {
+      hi = mid;
+      vhi = v;
+    }
+  }
+  if (lo > 0 && hi < nh) {
+    for (int probe = 0; probe < interpolation_probes && lo < hi; ++probe) {
+      // x lies between the keys at lo - 1 and hi: f of the way (a float is
+      // exact enough for a guess). f is 0 or 1 where x equals an end's key
+      // (its run may go on past the guess), and NaN (unordered keys, a span
+      // that overflowed) is taken as 0.
+      float f = __fdividef(key_distance(vlo, x), key_distance(vlo, vhi));
+      const bool at_end = !(f > 0.0f && f < 1.0f);
+      // Equal to an end's key before any probe: the binary phase ended in
+      // x's run, which may fill the window (keys in long runs); binary.
+      if (at_end && probe == 0) break;
+      f = f > 0.0f ? (f < 1.0f ? f : 1.0f) : 0.0f;
+      Index g = lo + static_cast<Index>(f * static_cast<float>(hi - lo));
+      g = g < hi ? g : hi - 1;
+      // The block around g, within [lo, hi): its first and last key. (No
+      // sum here exceeds nh + 2 * block: int positions are used below 2^31 -
+      // 256 keys.)
+      const Index b0 = g - (g % block + phase) % block;
+      const Index s = b0 > lo ? b0 : lo;
+      const Index e = (b0 + block < hi ? b0 + block : hi) - 1;
+      const H vs = hay[s];
+      const H ve = hay[e];
+      if (!before(vs)) {
+        hi = s;
+        vhi = vs;
+      } else if (before(ve)) {
+        lo = e + 1;
+        vlo = ve;
+      } else {
+        lo = s + 1;  // the bound is in (s, e]: binary search there
+        hi = e;
+        break;
+      }
+      if (at_end) break;
+    }
+  }
+  return bound_within<Upper>(hay, lo, hi, x, comp);
+}
+
+// The haystack's offset from a 64-byte boundary, in keys (0 for iterators
+// that are no pointer, or keys whose size does not divide 64).
+template <class Hay>
+__device__ __forceinline__ int block_phase(Hay hay) {
+  using H = value_of<Hay>;
+  if constexpr (std::is_pointer_v<Hay> && sizeof(H) <= 64 && 64 % sizeof(H) == 0) {
+    const auto address = reinterpret_cast<std::uintptr_t>(hay);
+    return address % sizeof(H) == 0 ? static_cast<int>(address % 64 / sizeof(H)) : 0;
+  } else {
+    return 0;
+  }
+}
+
+// How the per-needle search probes.
+enum class needle_probe { binary, quaternary, interpolation };
+
+// A needle box may fix how its searches probe, whatever the tuning line
+// says (perf/bench_search.cu's sweeps compare the probes by such boxes): a
+// static member `probe_4ary = true` (always 4-ary, bounds_in_lockstep_4) or
+// `interpolate_from` (interpolation from that many needle spacings on; 0:
+// never). A plain launch_box leaves both to the line.
+template <class Box, class = void>
+struct box_probes_4ary : std::false_type {};
+template <class Box>
+struct box_probes_4ary<Box, std::void_t<decltype(Box::probe_4ary)>> : std::bool_constant<Box::probe_4ary> {};
+template <class Box, class = void>
+struct box_interpolates_from : std::integral_constant<int, -1> {};  // -1: the line's
+template <class Box>
+struct box_interpolates_from<Box, std::void_t<decltype(Box::interpolate_from)>>
+    : std::integral_constant<int, Box::interpolate_from> {};
+
+// The sparse search: each needle is searched in the whole haystack, as
+// thrust::lower_bound does, with the match flags, counts and equality runs of
+// sorted search. A thread takes vt consecutive needles and searches them in
+// lockstep, binary or 4-ary: sorted needles that are neighbours take the same
+// path through the haystack until its last levels, so one thread's vt loads
+// of a step mostly fall in the same cache line, and the loads of different
+// steps overlap; or (needle_probe::interpolation) one after the other with
+// interpolation_bound, binary down to `window` positions. (Bracketing each
+// tile's needles first, with a global search for its first and last needle,
+// was measured slower on an H100: that search is a chain of dependent loads in
+// front of the tile's own; tiles of 7680 needles, 2^28 int32 keys with 1/4096
+// of them needles: 0.16 ms, thrust::lower_bound 0.033 ms.)
+// Index is int when the haystack is shorter than 2^31 (a third fewer
+// instructions a search step than 64-bit positions).
+template <class Box, needle_probe Probe, bool Upper, search_type Type, a_writes Writes, class Index, class NIt,
+          class HIt, class Out, class Comp>
+__global__ void __launch_bounds__(Box::nt)
+    needle_search_kernel(NIt needles, index_t nn, HIt hay, Index nh, Index window, Out out,
+                         unsigned long long* matches, match_counts* zero, Comp comp) {
+  using T = value_of<NIt>;
+  const int tid = static_cast<int>(threadIdx.x);
+  if (zero != nullptr && blockIdx.x == 0 && tid == 0) *zero = match_counts{};  // counts of a search without matches
+  const index_t base = static_cast<index_t>(blockIdx.x) * Box::nv + static_cast<index_t>(tid) * Box::vt;
+  T x[Box::vt];
+#pragma unroll
+  for (int k = 0; k < Box::vt; ++k) {
+    // Past the needles, a lane searches the last needle again: lanes stay in
+    // step, nothing is written for them.
+    const index_t j = base + k;
+    x[k] = static_cast<T>(needles[j < nn ? j : nn - 1]);
+  }
+  Index p[Box::vt];
+  if constexpr (Probe == needle_probe::interpolation) {
+    const int phase = block_phase(hay);
+#pragma unroll
+    for (int k = 0; k < Box::vt; ++k) p[k] = interpolation_bound<Upper>(hay, nh, x[k], window, phase, comp);
+  } else if constexpr (Probe == needle_probe::quaternary) {
+    bounds_in_lockstep_4<Upper>(hay, Index(0), nh, x, p, comp);
+  } else {
+    bounds_in_lockstep<Upper>(hay, Index(0), nh, x, p, comp);
+  }
+  unsigned found = 0;
+#pragma unroll
+  for (int k = 0; k < Box::vt; ++k) {
+    const index_t j = base + k;
+    if (j >= nn) break;
+    if constexpr (Writes == a_writes::equal_count) {
+      const bool m = p[k] < nh && !comp(x[k], hay[p[k]]);
+      out[j] = static_cast<out_value_t<Out>>(m ? upper_bound_from(hay, p[k], nh, x[k], comp) - p[k] : 0);
+    } else {
+      bool m = false;
+      if constexpr (writes_match(Type)) {
+        m = Upper ? p[k] > 0 && !comp(hay[p[k] - 1], x[k]) : p[k] < nh && !comp(x[k], hay[p[k]]);
+        found += m;
+      }
+      out[j] = encode_search_result<Type, out_value_t<Out>>(p[k], m);
+    }
+  }
+  add_matches<Box::nt, writes_match(Type), false>(found, 0, match_counters{matches, nullptr}, tid);
+}
+
+}  // namespace libmerge::detail::cuda_backend
