@@ -193,9 +193,6 @@ inline wire_plan plan_wire(int r, int j, int c, const cut_matrix& m, const piece
   return p;
 }
 
-// One round of step 4 over every local rank: chunk c's pieces of every run,
-// keys and values, in one NCCL group on the ranks' exchange streams, from the
-// runs into the slots (plan_pieces). A rank's own pieces do not move.
 // One call of the transport's exchange for every local rank's keys (or
 // values), from and into the rank's own arrays: the pieces plan(i, size)
 // gives for local rank i (size: an element's bytes in that array).
@@ -215,6 +212,9 @@ void send_pieces(Transport& t, std::vector<rank_state<K, V>>& st, bool values, P
   t.exchange(from, out, to, in);
 }
 
+// One round of step 4 over every local rank: chunk c's pieces of every run,
+// keys and values, in one NCCL group on the ranks' exchange streams, from the
+// runs into the slots (plan_pieces). A rank's own pieces do not move.
 template <bool WithValues, class K, class V, class Transport>
 void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
                      const std::vector<piece_plan>& pp, const early_cuts& e, int c) {

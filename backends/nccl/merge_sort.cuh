@@ -249,8 +249,6 @@ void early_round(Transport& t, std::vector<rank_state<K, V>>& st, const header* 
   send_early<WithValues>(t, st, all, e, streams, scope, algorithm);
 }
 
-
-
 // 4. The exchange, a round a chunk on each rank's exchange stream, and 5.
 // the merge of each chunk on the rank's stream once it has arrived: chunk c
 // merges while chunk c + 1 travels. Then every rank past its merges, or

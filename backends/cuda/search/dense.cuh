@@ -5,7 +5,6 @@
 // search_kernel.
 #pragma once
 
-
 #include <cuda_runtime_api.h>
 
 #include <cub/block/block_reduce.cuh>
