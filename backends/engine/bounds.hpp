@@ -1,10 +1,13 @@
-// The bound search every backend's searches end in (plain C++, host and
-// device): the CUDA sparse search's probes (cuda/sorted_search.cuh), the
-// OpenMP backend's gallop (omp/sequential.hpp) and the sort across GPUs'
-// counts of a candidate in a run (nccl/splitters.cuh).
+// The bound searches, on search.hpp's loop: a needle's lower or upper bound
+// in a sorted range (bound_within: the CUDA sparse search's probes, the
+// OpenMP gallop), its rank in one sequence of a k-way merge (rank_in_run: the
+// 4-way pass's sampled cuts, the sort across GPUs' counts of a candidate),
+// and K needles at once in the branch-free forms of the sparse search
+// (bounds_in_lockstep, bounds_in_lockstep_4). Plain C++, host and device.
 #pragma once
 
 #include "../../libmerge/detail/config.hpp"
+#include "search.hpp"
 
 namespace libmerge::detail {
 
@@ -14,16 +17,83 @@ namespace libmerge::detail {
 // step on the GPU).
 template <bool Upper, class Hay, class Index, class T, class Comp>
 LIBMERGE_HOST_DEVICE inline Index bound_within(Hay hay, Index lo, Index hi, const T& x, Comp& comp) {
-  while (lo < hi) {
-    const Index mid = lo + (hi - lo) / 2;
-    const bool before = Upper ? !comp(x, hay[mid]) : comp(hay[mid], x);
-    if (before) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
+  return first_not_before(lo, hi, [&](Index mid) { return Upper ? !comp(x, hay[mid]) : comp(hay[mid], x); });
+}
+
+// How many elements of run[lo, hi) come before x in a stable merge of several
+// sorted sequences, x belonging to another one: ties go to the earlier
+// sequence, so equal elements of run come first when run is earlier
+// (run_is_earlier: x's upper bound in run), after when later (its lower
+// bound). The probe of every k-way Merge Path search: the element x of rank R
+// splits each sequence at rank_in_run, and those add up to R.
+template <class Run, class Index, class T, class Comp>
+LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE Index rank_in_run(Run run, Index lo, Index hi, const T& x, bool run_is_earlier,
+                                                            Comp& comp) {
+  return first_not_before(lo, hi, [&](Index mid) { return run_is_earlier ? !comp(x, run[mid]) : comp(run[mid], x); });
+}
+
+// K bound searches in lockstep: pos[k] becomes the first position in
+// hay[lo, hi) whose element is not before x[k] (Upper: is after x[k]), or
+// hi. The branch-free form halves the same length for every needle, so the K
+// loads of a step are independent and in flight together (a plain binary
+// search per needle has one load in flight a thread).
+template <bool Upper, int K, class Index, class Hay, class T, class Comp>
+LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void bounds_in_lockstep(Hay hay, Index lo, Index hi, const T (&x)[K],
+                                                                  Index (&pos)[K], Comp& comp) {
+  const auto before = [&](Index p, const T& v) { return Upper ? !comp(v, hay[p]) : comp(hay[p], v); };
+  LIBMERGE_UNROLL
+  for (int k = 0; k < K; ++k) pos[k] = lo;
+  Index n = hi - lo;
+  if (n <= 0) return;
+  while (n > 1) {
+    const Index half = n / 2;
+    LIBMERGE_UNROLL
+    for (int k = 0; k < K; ++k) pos[k] = before(pos[k] + half, x[k]) ? pos[k] + half : pos[k];
+    n -= half;
+  }
+  LIBMERGE_UNROLL
+  for (int k = 0; k < K; ++k) pos[k] += before(pos[k], x[k]) ? 1 : 0;
+}
+
+// The same with three probes a step (a 4-ary search): a quarter of the length
+// is left after each step, so the chain of dependent loads is half as long,
+// for 1.5 times the loads. Invariant: pos[k]'s answer lies in
+// [pos[k], pos[k] + len[k]]; every probe lies in [lo, hi).
+template <bool Upper, int K, class Index, class Hay, class T, class Comp>
+LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void bounds_in_lockstep_4(Hay hay, Index lo, Index hi, const T (&x)[K],
+                                                                    Index (&pos)[K], Comp& comp) {
+  const auto before = [&](Index p, const T& v) { return Upper ? !comp(v, hay[p]) : comp(hay[p], v); };
+  Index len[K];
+  LIBMERGE_UNROLL
+  for (int k = 0; k < K; ++k) {
+    pos[k] = lo;
+    len[k] = hi - lo;
+  }
+  if (hi <= lo) return;
+  Index longest = hi - lo;
+  while (longest > 3) {
+    longest = 0;
+    LIBMERGE_UNROLL
+    for (int k = 0; k < K; ++k) {
+      const Index q = len[k] / 4;
+      if (q > 0) {
+        const int c = int(before(pos[k] + q, x[k])) + int(before(pos[k] + 2 * q, x[k])) +
+                      int(before(pos[k] + 3 * q, x[k]));
+        pos[k] += c * q;
+        len[k] = c == 3 ? len[k] - 3 * q : q;
+      }
+      longest = len[k] > longest ? len[k] : longest;
     }
   }
-  return lo;
+  LIBMERGE_UNROLL
+  for (int k = 0; k < K; ++k) {
+    while (len[k] > 1) {
+      const Index half = len[k] / 2;
+      pos[k] = before(pos[k] + half, x[k]) ? pos[k] + half : pos[k];
+      len[k] -= half;
+    }
+    if (len[k] == 1) pos[k] += before(pos[k], x[k]) ? 1 : 0;
+  }
 }
 
 }  // namespace libmerge::detail

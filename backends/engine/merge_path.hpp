@@ -1,11 +1,14 @@
 // The merge-path search (Odeh et al., "Merge Path - Parallel Merging Made
 // Simple", 2012; the co-rank function of seeds/004; MergePath in seeds/000).
 // Plain C++ usable on host and device, so the CPU tests check it against a
-// brute-force co-rank. The partition kernel and the CTA merge both call it.
+// brute-force co-rank. The partition kernel and the CTA merge both call it;
+// warp_merge_path is the same search by a warp, multiway.hpp's k-way splits
+// are built from it. Each is search.hpp's loop over a_goes_first.
 #pragma once
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/search_tags.hpp"
+#include "search.hpp"
 
 namespace libmerge::detail {
 
@@ -35,15 +38,7 @@ LIBMERGE_HOST_DEVICE Index merge_path_within(AIt a, Index na, BIt b, Index nb, I
     lo = lo0;
     hi = hi0;
   }
-  while (lo < hi) {
-    const Index mid = lo + (hi - lo) / 2;
-    if (a_goes_first<Bounds>(a[mid], b[diag - 1 - mid], comp)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
+  return first_not_before(lo, hi, [&](Index mid) { return a_goes_first<Bounds>(a[mid], b[diag - 1 - mid], comp); });
 }
 
 // How many of the first `diag` outputs of merging a[0, na) and b[0, nb) come
@@ -57,5 +52,18 @@ template <bounds Bounds, class Index, class AIt, class BIt, class Comp>
 LIBMERGE_HOST_DEVICE Index merge_path(AIt a, Index na, BIt b, Index nb, Index diag, Comp comp) {
   return merge_path_within<Bounds>(a, na, b, nb, diag, Index(0), diag, comp);
 }
+
+#if defined(__CUDACC__)
+// merge_path by a whole warp (warp_first_not_before: 32 probes a round), for
+// a CTA that finds its own tile's split where no partition kernel ran before
+// it, and for the partition kernel when it has few partitions to find. Every
+// lane passes the same arguments; all return the answer.
+template <bounds Bounds = bounds::lower, class AIt, class BIt, class Comp>
+__device__ __forceinline__ index_t warp_merge_path(AIt a, index_t na, BIt b, index_t nb, index_t diag, Comp& comp) {
+  const index_t lo = diag > nb ? diag - nb : 0;
+  const index_t hi = diag < na ? diag : na;
+  return warp_first_not_before(lo, hi, [&](index_t p) { return a_goes_first<Bounds>(a[p], b[diag - 1 - p], comp); });
+}
+#endif
 
 }  // namespace libmerge::detail

@@ -14,6 +14,15 @@
 #define LIBMERGE_HAS_CUDA 0
 #endif
 
+// Inlining that host and device code both ask for: the engine's searches
+// are small and called in the kernels' inner loops, where a call would cost
+// registers spilled across it.
+#if defined(__CUDACC__)
+#define LIBMERGE_FORCEINLINE __forceinline__
+#else
+#define LIBMERGE_FORCEINLINE inline
+#endif
+
 // `#pragma unroll` for loops in code that host and device share: nvcc's
 // device pass reads it, the host compiler would warn of an unknown pragma.
 #if defined(__CUDA_ARCH__)

@@ -1,18 +1,21 @@
 // Unit tests of the merge-path search (backends/engine/merge_path.hpp), which is
 // plain C++ and compiles without CUDA: for every cross-diagonal, merge_path must
 // return the co-rank of a brute-force reference merge. And of the bound search
-// (backends/engine/bounds.hpp) against std::lower_bound / std::upper_bound.
+// (backends/engine/bounds.hpp) against std::lower_bound / std::upper_bound,
+// with its k-way probe (rank_in_run) and the lockstep forms.
 #define BOOST_TEST_MODULE libmerge_cpu_merge_path
 #include <boost/test/included/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <backends/engine/bounds.hpp>
 #include <backends/engine/merge_path.hpp>
+#include <backends/engine/multiway.hpp>
 
 #include "cpu_test_helpers.hpp"
 
@@ -256,5 +259,70 @@ BOOST_AUTO_TEST_CASE(bound_within_is_std_bounds) {
       BOOST_ERROR("bound_within read out of range: " << e.what());
     }
     for (std::ptrdiff_t r : {r1, r2}) BOOST_TEST((r >= 0 && r <= n));
+  }
+}
+
+// rank_in_run is the probe of the k-way searches: for an element x of
+// sequence u, the number of elements of sequence v before x in the stable
+// merge of all sequences (ties: the earlier sequence first). Checked against
+// the position of x in a brute-force stable merge of three sorted runs.
+BOOST_AUTO_TEST_CASE(rank_in_run_is_the_stable_k_way_rank) {
+  std::mt19937_64 rng(303);
+  for (int iter = 0; iter < 200; ++iter) {
+    std::vector<std::vector<int>> runs(3);
+    for (auto& r : runs) {
+      r.resize(rng() % 20);
+      for (auto& x : r) x = static_cast<int>(rng() % 6);
+      std::sort(r.begin(), r.end());
+    }
+    // (key, sequence, position): the stable k-way merge's order.
+    std::vector<std::tuple<int, int, int>> merged;
+    for (int v = 0; v < 3; ++v) {
+      for (int i = 0; i < static_cast<int>(runs[v].size()); ++i) merged.emplace_back(runs[v][i], v, i);
+    }
+    std::stable_sort(merged.begin(), merged.end(),
+                     [](const auto& x, const auto& y) { return std::get<0>(x) < std::get<0>(y); });
+    for (std::size_t at = 0; at < merged.size(); ++at) {
+      const auto [x, u, p] = merged[at];
+      for (int v = 0; v < 3; ++v) {
+        if (v == u) continue;
+        std::ptrdiff_t expected = 0;  // elements of v before x in the merge
+        for (std::size_t k = 0; k < at; ++k) expected += std::get<1>(merged[k]) == v ? 1 : 0;
+        const auto n = static_cast<std::ptrdiff_t>(runs[v].size());
+        checked_iterator<const int> h(runs[v].data(), n);
+        auto comp = lm::less<>{};
+        BOOST_TEST(lm::detail::rank_in_run(h, std::ptrdiff_t{0}, n, x, v < u, comp) == expected,
+                   "case " << iter << ": x " << x << " of run " << u << " at " << p << " in run " << v);
+      }
+    }
+  }
+}
+
+// The sparse search's lockstep forms give bound_within's answers, needle by
+// needle, for 1-, 2- and 4-ary steps alike.
+BOOST_AUTO_TEST_CASE(lockstep_bounds_are_bound_within) {
+  std::mt19937_64 rng(304);
+  for (int iter = 0; iter < 300; ++iter) {
+    std::vector<int> hay(rng() % 70);
+    for (auto& x : hay) x = static_cast<int>(rng() % 20);
+    std::sort(hay.begin(), hay.end());
+    const auto n = static_cast<std::ptrdiff_t>(hay.size());
+    const std::ptrdiff_t lo = static_cast<std::ptrdiff_t>(rng() % static_cast<std::uint64_t>(n + 1));
+    const std::ptrdiff_t hi = lo + static_cast<std::ptrdiff_t>(rng() % static_cast<std::uint64_t>(n - lo + 1));
+    checked_iterator<const int> h(hay.data(), n);
+    auto comp = lm::less<>{};
+    int x[4];
+    for (auto& v : x) v = static_cast<int>(rng() % 22) - 1;
+    std::ptrdiff_t binary[4], quad[4], upper[4];
+    lm::detail::bounds_in_lockstep<false>(h, lo, hi, x, binary, comp);
+    lm::detail::bounds_in_lockstep_4<false>(h, lo, hi, x, quad, comp);
+    lm::detail::bounds_in_lockstep_4<true>(h, lo, hi, x, upper, comp);
+    for (int k = 0; k < 4; ++k) {
+      BOOST_TEST_CONTEXT("case " << iter << ", [" << lo << ", " << hi << "), x " << x[k]) {
+        BOOST_TEST(binary[k] == lm::detail::bound_within<false>(h, lo, hi, x[k], comp));
+        BOOST_TEST(quad[k] == lm::detail::bound_within<false>(h, lo, hi, x[k], comp));
+        BOOST_TEST(upper[k] == lm::detail::bound_within<true>(h, lo, hi, x[k], comp));
+      }
+    }
   }
 }

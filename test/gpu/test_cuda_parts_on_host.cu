@@ -1,4 +1,4 @@
-// The merge sort's tile parts that are plain C++ (backends/cuda/partition.cuh:
+// The merge sort's tile parts that are plain C++ (backends/engine/multiway.hpp:
 // group_split; cta_merge.cuh: cta_merge_pairs), run on the CPU: nvcc builds
 // them for the host too, so these checks need no GPU and run in CI. Each
 // result is compared with a brute-force stable merge.
@@ -12,9 +12,10 @@
 #include <vector>
 
 #include <backends/cuda/cta_merge.cuh>
-#include <backends/cuda/partition.cuh>
+#include <backends/engine/multiway.hpp>
 
 namespace cb = libmerge::detail::cuda_backend;
+namespace engine = libmerge::detail;
 using libmerge::index_t;
 
 namespace {
@@ -29,8 +30,8 @@ struct four_runs {
   index_t len[4];
   std::vector<int> keys;
 
-  cb::run_group<4, int> group() const {
-    cb::run_group<4, int> g;
+  engine::run_group<4, int> group() const {
+    engine::run_group<4, int> g;
     g.keys = keys.data();
     g.width = w;
     for (int k = 0; k < 4; ++k) g.len[k] = len[k];
@@ -81,23 +82,23 @@ struct pair_samples {
     keys.resize(4 * stride);
     int_less comp;
     for (int pair = 0; pair < 2; ++pair) {
-      cb::run_group<2, int> g;
+      engine::run_group<2, int> g;
       g.keys = r.keys.data() + 2 * pair * r.w;
       g.width = r.w;
       g.len[0] = r.len[2 * pair];
       g.len[1] = r.len[2 * pair + 1];
       const index_t size = g.len[0] + g.len[1];
-      const cb::run_half<4, int> half{g.keys, g.len[0], g.keys + r.w, g.len[1]};
+      const engine::run_half<4, int> half{g.keys, g.len[0], g.keys + r.w, g.len[1]};
       for (index_t j = 0; j < stride; ++j) {
         const index_t i = pair * stride + j;
         const index_t rank = j * nv < size ? j * nv : size;
-        s[i] = cb::group_split(g, rank, comp).s[0];
+        s[i] = engine::group_split(g, rank, comp).s[0];
         if (rank < size) keys[2 * i] = half.at(rank, s[i], comp);
-        if (rank > 0) keys[2 * i + 1] = cb::last_before(half, rank, s[i], comp);
+        if (rank > 0) keys[2 * i + 1] = engine::last_before(half, rank, s[i], comp);
       }
     }
   }
-  cb::half_samples<int> view(index_t nv) const {
+  engine::half_samples<int> view(index_t nv) const {
     return {{s.data(), s.data() + stride}, {keys.data(), keys.data() + 2 * stride}, nv};
   }
 };
@@ -124,8 +125,8 @@ BOOST_AUTO_TEST_CASE(four_way_split_matches_a_stable_merge) {
         const bool tile_start = d % nv == 0;
         for (bool with_samples : {false, true}) {
           if (with_samples && !tile_start) continue;
-          const cb::run_split<4> got =
-              with_samples ? cb::group_split(r.group(), d, comp, samples.view(nv)) : cb::group_split(r.group(), d, comp);
+          const engine::run_split<4> got =
+              with_samples ? engine::group_split(r.group(), d, comp, samples.view(nv)) : engine::group_split(r.group(), d, comp);
           BOOST_REQUIRE_MESSAGE(std::equal(got.s, got.s + 4, expected[d].begin()),
                                 "w=" << w << " nv=" << nv << " d=" << d << " samples=" << with_samples << ": split "
                                      << got.s[0] << " " << got.s[1] << " " << got.s[2] << " " << got.s[3]);

@@ -7,69 +7,8 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// K searches in lockstep: pos[k] becomes the first position in hay[lo, hi)
-// whose element is not before x[k] (Upper: is after x[k]), or hi. The
-// branch-free form halves the same length for every needle, so the K loads of
-// a step are independent and in flight together (a plain binary search per
-// needle has one load in flight a thread).
-template <bool Upper, int K, class Index, class Hay, class T, class Comp>
-__device__ __forceinline__ void bounds_in_lockstep(Hay hay, Index lo, Index hi, const T (&x)[K], Index (&pos)[K],
-                                                   Comp& comp) {
-  const auto before = [&](Index p, const T& v) { return Upper ? !comp(v, hay[p]) : comp(hay[p], v); };
-#pragma unroll
-  for (int k = 0; k < K; ++k) pos[k] = lo;
-  Index n = hi - lo;
-  if (n <= 0) return;
-  while (n > 1) {
-    const Index half = n / 2;
-#pragma unroll
-    for (int k = 0; k < K; ++k) pos[k] = before(pos[k] + half, x[k]) ? pos[k] + half : pos[k];
-    n -= half;
-  }
-#pragma unroll
-  for (int k = 0; k < K; ++k) pos[k] += before(pos[k], x[k]) ? 1 : 0;
-}
-
-// The same with three probes a step (a 4-ary search): a quarter of the length
-// is left after each step, so the chain of dependent loads is half as long,
-// for 1.5 times the loads. Invariant: pos[k]'s answer lies in
-// [pos[k], pos[k] + len[k]]; every probe lies in [lo, hi).
-template <bool Upper, int K, class Index, class Hay, class T, class Comp>
-__device__ __forceinline__ void bounds_in_lockstep_4(Hay hay, Index lo, Index hi, const T (&x)[K],
-                                                     Index (&pos)[K], Comp& comp) {
-  const auto before = [&](Index p, const T& v) { return Upper ? !comp(v, hay[p]) : comp(hay[p], v); };
-  Index len[K];
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    pos[k] = lo;
-    len[k] = hi - lo;
-  }
-  if (hi <= lo) return;
-  Index longest = hi - lo;
-  while (longest > 3) {
-    longest = 0;
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      const Index q = len[k] / 4;
-      if (q > 0) {
-        const int c = int(before(pos[k] + q, x[k])) + int(before(pos[k] + 2 * q, x[k])) +
-                      int(before(pos[k] + 3 * q, x[k]));
-        pos[k] += c * q;
-        len[k] = c == 3 ? len[k] - 3 * q : q;
-      }
-      longest = len[k] > longest ? len[k] : longest;
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < K; ++k) {
-    while (len[k] > 1) {
-      const Index half = len[k] / 2;
-      pos[k] = before(pos[k] + half, x[k]) ? pos[k] + half : pos[k];
-      len[k] -= half;
-    }
-    if (len[k] == 1) pos[k] += before(pos[k], x[k]) ? 1 : 0;
-  }
-}
+// (The lockstep searches, bounds_in_lockstep and bounds_in_lockstep_4, are
+// the engine's: backends/engine/bounds.hpp.)
 
 // Interpolation needs keys that are numbers and a comparator that orders them
 // as numbers (or in reverse): then where x falls between two keys of the

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "block_sort.cuh"
+#include "../../engine/bounds.hpp"
 
 namespace libmerge::detail::cuda_backend {
 
@@ -224,18 +225,9 @@ __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, co
       cut.s[r] = sample_every * (taken - 1) + 1;
     } else if (taken > 0) {
       const K* run = g.keys + r * g.width;
-      index_t lo = sample_every * (taken - 1) + 1;
-      index_t hi = sample_every * taken < g.len[r] ? sample_every * taken : g.len[r];
-      lo = lo < hi ? lo : hi;
-      while (lo < hi) {
-        const index_t mid = lo + (hi - lo) / 2;
-        if (r < rs ? !comp(x, run[mid]) : comp(run[mid], x)) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      cut.s[r] = lo;
+      const index_t hi = sample_every * taken < g.len[r] ? sample_every * taken : g.len[r];
+      const index_t lo = sample_every * (taken - 1) + 1 < hi ? sample_every * (taken - 1) + 1 : hi;
+      cut.s[r] = rank_in_run(run, lo, hi, x, r < rs, comp);
     }
   }
   // Then along the merge to the tile's diagonal, `target` outputs (at most

@@ -1,0 +1,209 @@
+// The k-way forms of the merge path (merge_path.hpp), plain C++ for host and
+// device: where a diagonal of the merge of Ways = 2 or 4 sorted runs falls
+// in each run. The sort's passes (pass_partition.cuh, runs.cuh) and the
+// CPU tests of them (test_cuda_parts_on_host) call group_split and
+// halves_split; rank_in_run (bounds.hpp) is the probe of the other k-way
+// searches: the 4-way pass's sampled cuts and the sort across GPUs' splitters.
+#pragma once
+
+#include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/search_tags.hpp"
+#include "merge_path.hpp"
+#include "search.hpp"
+
+namespace libmerge::detail {
+
+// Merge sort's passes merge Ways sorted runs at a time (Ways = 2 or 4). A
+// 4-way merge is the merge of two 2-way merges, (R0 R1) and (R2 R3), so the
+// place where output diagonal d of a group falls is a merge-path search over
+// those two halves whose probes are themselves merge-path searches (the
+// element of rank i of R0 merged with R1). Both searches take the lower bound
+// (ties go to the earlier run), so the pass is stable. (A warp-wide 33-ary
+// version of the outer search was measured first: its 32 lanes' inner
+// searches fetched 32 times the sectors and made the partition kernel
+// DRAM-bound, 0.5 to 4.6 ms a pass at 2^28 on an H100.)
+
+// A group's runs: run k is keys[k * width, ...) of the group, len[k] long.
+template <int Ways, class K>
+struct run_group {
+  const K* keys;
+  index_t width;
+  index_t len[Ways];
+};
+
+// Where a diagonal of a group's merge falls: s[k] elements of run k precede it.
+template <int Ways>
+struct run_split {
+  index_t s[Ways];
+};
+
+// One half of a group: a run (Ways = 2) or two runs merged (Ways = 4), with
+// the element of rank i given the split of rank i between its runs.
+template <int Ways, class K>
+struct run_half {
+  const K* x;  // first run of the half
+  index_t nx;
+  const K* y;  // second run (Ways = 4)
+  index_t ny;
+  LIBMERGE_HOST_DEVICE index_t size() const { return Ways == 4 ? nx + ny : nx; }
+  template <class Comp>
+  LIBMERGE_HOST_DEVICE K at(index_t i, index_t split, Comp& comp) const {
+    if constexpr (Ways == 2) {
+      return x[i];
+    } else {
+      const index_t j = i - split;
+      const bool take_x = split < nx && (j >= ny || a_goes_first<bounds::lower>(x[split], y[j], comp));
+      return take_x ? x[split] : y[j];
+    }
+  }
+};
+
+// A known point of a half's inner split (rank c has split s), used to bracket
+// the next search: the split and the rank minus the split both grow with rank.
+struct known_split {
+  index_t c, s;
+};
+
+// The inner splits of both halves at once (half 0 at rank c0, half 1 at
+// rank c1), each bracketed by known points below and above its rank. The two
+// binary searches advance in lockstep so that their loads are in flight
+// together.
+template <int Ways, class K, class Comp>
+LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void inner_splits(const run_half<Ways, K>& h0, index_t c0, known_split lo0, known_split hi0,
+                                             const run_half<Ways, K>& h1, index_t c1, known_split lo1,
+                                             known_split hi1, index_t& s0, index_t& s1, Comp& comp) {
+  if constexpr (Ways == 2) {
+    s0 = c0;
+    s1 = c1;
+  } else {
+    auto bracket = [](const run_half<Ways, K>& h, index_t c, known_split lo, known_split hi, index_t& from,
+                      index_t& to) {
+      from = lo.s > c - (hi.c - hi.s) ? lo.s : c - (hi.c - hi.s);
+      to = hi.s < lo.s + (c - lo.c) ? hi.s : lo.s + (c - lo.c);
+      // The valid range whatever the bracket says (it can miss only when comp
+      // is not a strict weak order): every probe stays in range.
+      const index_t lo_ok = c > h.ny ? c - h.ny : 0, hi_ok = c < h.nx ? c : h.nx;
+      from = from > lo_ok ? from : lo_ok;
+      to = to < hi_ok ? to : hi_ok;
+      if (from > to) {
+        from = lo_ok;
+        to = hi_ok;
+      }
+    };
+    index_t b0, b1;
+    bracket(h0, c0, lo0, hi0, s0, b0);
+    bracket(h1, c1, lo1, hi1, s1, b1);
+    first_not_before_both(
+        s0, b0, [&](index_t mid) { return a_goes_first<bounds::lower>(h0.x[mid], h0.y[c0 - 1 - mid], comp); },
+        s1, b1, [&](index_t mid) { return a_goes_first<bounds::lower>(h1.x[mid], h1.y[c1 - 1 - mid], comp); });
+  }
+}
+
+// The element of rank r - 1 of a half whose split at rank r is s: the later,
+// in the merge's order, of x[s - 1] and y[r - s - 1].
+template <class K, class Comp>
+LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE K last_before(const run_half<4, K>& h, index_t r, index_t s, Comp& comp) {
+  const index_t t = r - s;
+  if (s == 0) return h.y[t - 1];
+  if (t == 0) return h.x[s - 1];
+  return a_goes_first<bounds::lower>(h.x[s - 1], h.y[t - 1], comp) ? h.y[t - 1] : h.x[s - 1];
+}
+
+// Samples of both halves' inner splits at every multiple of nv (rank j * nv
+// of half h splits at s[h][j]; pair_sample_kernel writes them) and the
+// half's elements around each: keys[h][2j] of rank j * nv, keys[h][2j + 1]
+// of rank j * nv - 1. A 4-way tile starts at a multiple of nv, so probes of
+// the outer search at multiples of nv need only samples: a first search over
+// those (small arrays, in L2) finds the nv ranks the split lies in, and
+// brackets every inner search after it to one tile's worth of each run.
+// (Passed by value, s[0] null for none: a pointer to it would put it in
+// local memory.)
+template <class K>
+struct half_samples {
+  const index_t* s[2];
+  const K* keys[2];
+  index_t nv;
+};
+
+// The split of a 4-way merge at diagonal d: a merge-path search over the
+// two halves (h0: runs 0 and 1, h1: runs 2 and 3) whose probes are the
+// halves' elements of ranks c and d - 1 - c, each found by an inner search
+// bracketed by the probes before it (so the inner searches shrink with the
+// outer one: about log2(w)^2 / 2 loads for runs of w, instead of
+// log2(w)^2). With samples (d a multiple of samples.nv), the search starts
+// inside one sample interval. The runs may lie anywhere (merge_four's
+// pieces); group_split's lie side by side.
+template <class K, class Comp>
+LIBMERGE_HOST_DEVICE run_split<4> halves_split(const run_half<4, K>& h0, const run_half<4, K>& h1, index_t d,
+                                               Comp& comp,
+                                               half_samples<K> samples = {{nullptr, nullptr}, {nullptr, nullptr}, 1}) {
+  run_split<4> r;
+  const index_t n0 = h0.size(), n1 = h1.size();
+  index_t lo = d > n1 ? d - n1 : 0;
+  index_t hi = d < n0 ? d : n0;
+  known_split k0_lo{0, 0}, k0_hi{n0, h0.nx}, k1_lo{0, 0}, k1_hi{n1, h1.nx};
+  if (samples.s[0] != nullptr && lo < hi) {
+    // Outer probes at m = j * nv: half 0's element of rank m and half 1's of
+    // rank d - 1 - m, which are sample keys of j and L - j.
+    const index_t nv = samples.nv, L = d / nv;
+    const index_t* s0 = samples.s[0];
+    const index_t* s1 = samples.s[1];
+    const index_t first = (lo + nv - 1) / nv, last = (hi - 1) / nv + 1;  // j with lo <= j * nv < hi
+    const index_t a = first_not_before(first, last, [&](index_t j) {
+      return a_goes_first<bounds::lower>(samples.keys[0][2 * j], samples.keys[1][2 * (L - j) + 1], comp);
+    });
+    if (a > first) {  // the split is past (a - 1) * nv
+      const index_t j = a - 1;
+      lo = j * nv + 1;
+      k0_lo = {j * nv, s0[j]};
+      k1_hi = {(L - j) * nv, s1[L - j]};
+    }
+    if (a < last) {  // and not past a * nv
+      hi = a * nv;
+      k0_hi = {a * nv, s0[a]};
+      k1_lo = {(L - a) * nv, s1[L - a]};
+    }
+  }
+  // Each answer narrows the brackets of the inner searches after it.
+  lo = first_not_before(lo, hi, [&](index_t mid) {
+    const index_t e = d - 1 - mid;
+    index_t s0, s1;
+    inner_splits(h0, mid, k0_lo, k0_hi, h1, e, k1_lo, k1_hi, s0, s1, comp);
+    const bool first = a_goes_first<bounds::lower>(h0.at(mid, s0, comp), h1.at(e, s1, comp), comp);
+    if (first) {
+      k0_lo = {mid, s0};
+      k1_hi = {e, s1};
+    } else {
+      k0_hi = {mid, s0};
+      k1_lo = {e, s1};
+    }
+    return first;
+  });
+  index_t s0, s1;
+  inner_splits(h0, lo, k0_lo, k0_hi, h1, d - lo, k1_lo, k1_hi, s0, s1, comp);
+  r.s[0] = s0;
+  r.s[1] = lo - s0;
+  r.s[2] = s1;
+  r.s[3] = d - lo - s1;
+  return r;
+}
+
+// The split of a group's merge at diagonal d (halves_split for 4 ways).
+template <int Ways, class K, class Comp>
+LIBMERGE_HOST_DEVICE run_split<Ways> group_split(const run_group<Ways, K>& g, index_t d, Comp& comp,
+                                       half_samples<K> samples = {{nullptr, nullptr}, {nullptr, nullptr}, 1}) {
+  if constexpr (Ways == 2) {
+    (void)samples;
+    run_split<Ways> r;
+    const index_t a = merge_path<bounds::lower>(g.keys, g.len[0], g.keys + g.width, g.len[1], d, comp);
+    r.s[0] = a;
+    r.s[1] = d - a;
+    return r;
+  } else {
+    const run_half<Ways, K> h0{g.keys, g.len[0], g.keys + g.width, g.len[1]};
+    const run_half<Ways, K> h1{g.keys + 2 * g.width, g.len[2], g.keys + 3 * g.width, g.len[3]};
+    return halves_split(h0, h1, d, comp, samples);
+  }
+}
+
+}  // namespace libmerge::detail
