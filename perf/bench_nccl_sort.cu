@@ -47,9 +47,10 @@
 #include <libmerge/nccl.hpp>
 
 #include "gpu_bench_support.cuh"
+#include <test/support/nccl_internals.cuh>
 
 namespace lm = libmerge;
-namespace nb = libmerge::detail::nccl_backend;
+namespace nb = internals::nccl;
 
 namespace {
 
@@ -130,7 +131,7 @@ void sort_all(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bool
     threads.emplace_back([&, i] {
       try {
         cuda_check(cudaSetDevice(ranks[i]->device), "cudaSetDevice");
-        nb::nccl_transport one({(*comms)[i]}, {ranks[i]->stream}, 300.0, "merge_sort");
+        nb::nccl_transport one({(*comms)[i]}, {ranks[i]->stream}, lm::nccl::default_timeout_s, "merge_sort");
         std::vector<std::unique_ptr<rank_data>> mine;
         mine.push_back(std::move(ranks[i]));
         nb::phase_marks m;
@@ -222,7 +223,7 @@ result run_case(Transport& t, std::vector<std::unique_ptr<rank_data>>& ranks, bo
           cuda_check(cudaSetDevice(r.device), "cudaSetDevice");
           cuda_check(cudaMallocFromPoolAsync(&pooled[static_cast<std::size_t>(i)],
                                              r.n * sizeof(int) * (pairs ? 2 : 1) + 4096,
-                                             lm::detail::cuda_backend::memory_pool(r.device), r.stream),
+                                             internals::cuda::memory_pool(r.device), r.stream),
                      "pool");
         }
       }
@@ -392,7 +393,7 @@ int main(int argc, char** argv) {
             std::vector<int> devs(static_cast<std::size_t>(g));
             for (int i = 0; i < g; ++i) devs[static_cast<std::size_t>(i)] = i;
             nccl_check(ncclCommInitAll(comms.data(), g, devs.data()), "ncclCommInitAll");
-            nb::nccl_transport t(comms, streams, 300.0, "merge_sort");
+            nb::nccl_transport t(comms, streams, lm::nccl::default_timeout_s, "merge_sort");
             res = run_case(t, ranks, pairs, runs, &comms);
             for (auto c : comms) ncclCommDestroy(c);
           }

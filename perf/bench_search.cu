@@ -53,7 +53,7 @@
 // lower-index, index_match and equality-count searches; (b) the sparse
 // crossover: at |B| = 2^22, 2^26 and 2^28 (int32; int64 at 2^26) and
 // |A| = |B|/k, the dense merge-path search and the per-needle search, each
-// forced through cuda_backend::launch_search (sparse_ratio INT_MAX: never
+// forced through internals::cuda::launch_search (sparse_ratio INT_MAX: never
 // sparse; 1: always) with the sm_90 line's box, the per-needle search also
 // with smaller boxes (128x1, 256x1, 256x4), beside lm's public call and
 // Thrust; it prints the smallest k from which the per-needle path wins, for
@@ -101,9 +101,10 @@
 #include <libmerge/libmerge.hpp>
 
 #include "gpu_bench_support.cuh"
+#include <test/support/internals.cuh>
 
 namespace lm = libmerge;
-namespace cb = libmerge::detail::cuda_backend;
+namespace cb = internals::cuda;
 
 namespace {
 

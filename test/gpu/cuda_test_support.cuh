@@ -15,6 +15,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "check.hpp"
+#include "internals.cuh"
 #include "test_support.hpp"
 
 #include <thrust/copy.h>
@@ -65,10 +66,10 @@ struct plain_merge {
   static constexpr bool pairs = !std::is_void_v<V>;
   using vals_in = std::conditional_t<pairs, const std::conditional_t<pairs, V, char>*,
                                      libmerge::detail::no_values>;
-  using geometry = libmerge::detail::cuda_backend::single_merge<const K*, const K*, vals_in, vals_in>;
+  using geometry = internals::cuda::single_merge<const K*, const K*, vals_in, vals_in>;
   using vals_out =
       std::conditional_t<pairs, std::conditional_t<pairs, V, char>*, libmerge::detail::no_values>;
-  using kernel_of = libmerge::detail::cuda_backend::merge_kernel_of<geometry, K*, vals_out, libmerge::less<>>;
+  using kernel_of = internals::cuda::merge_kernel_of<geometry, K*, vals_out, libmerge::less<>>;
 };
 
 // Elements per tile of the tuned merge launch box on this device for a merge
@@ -77,7 +78,7 @@ struct plain_merge {
 // sizes on tile boundaries.
 template <class K, class V = void>
 long long tuned_merge_nv(long long n = 1) {
-  namespace cb = libmerge::detail::cuda_backend;
+  namespace cb = internals::cuda;
   using M = plain_merge<K, V>;
   long long nv = 0;
   cb::with_merge_box<libmerge::cuda::policy<>, K, V, typename M::geometry, K*, typename M::vals_out,
@@ -89,7 +90,7 @@ long long tuned_merge_nv(long long n = 1) {
 // entry for this device).
 template <class K, class V = void>
 long long tuned_merge_large_from() {
-  namespace cb = libmerge::detail::cuda_backend;
+  namespace cb = internals::cuda;
   long long from = 0;
   cb::with_tuned_boxes<cb::merge_table<K, V>>(cb::current_device("test"), "test",
                                               typename plain_merge<K, V>::kernel_of{},

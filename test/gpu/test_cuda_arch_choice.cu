@@ -16,7 +16,7 @@
 #include "cuda_test_support.cuh"
 
 namespace lm = libmerge;
-namespace cb = lm::detail::cuda_backend;
+namespace cb = internals::cuda;
 
 #if !defined(LIBMERGE_TEST_ARCH_LO) || !defined(LIBMERGE_TEST_ARCH_HI)
 #error "LIBMERGE_TEST_ARCH_LO and LIBMERGE_TEST_ARCH_HI must name the compiled architectures, e.g. 80 and 90"

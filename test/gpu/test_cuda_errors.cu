@@ -691,7 +691,7 @@ BOOST_AUTO_TEST_CASE(the_memory_pool_survives_a_device_reset) {
 // After the device reset of the case above: each reset here gives a new
 // context, whose pool is made (or refused) at its first call.
 BOOST_AUTO_TEST_CASE(a_pool_that_cannot_be_made_falls_back_to_cuda_malloc) {
-  namespace cb = lm::detail::cuda_backend;
+  namespace cb = internals::cuda;
   int device = 0;
   BOOST_REQUIRE_EQUAL(cudaGetDevice(&device), cudaSuccess);
   std::vector<int> keys(1 << 24);

@@ -462,7 +462,7 @@ BOOST_AUTO_TEST_CASE(thrust_device_policy_synchronizes) {
 // No merge kernel spills registers at the tuned boxes of the sm_90 line, large
 // tiles and small (issue: per-kernel register budgets).
 BOOST_AUTO_TEST_CASE(no_merge_kernel_spills_at_the_tuned_boxes) {
-  namespace cb = lm::detail::cuda_backend;
+  namespace cb = internals::cuda;
   auto for_types = [&](auto key, auto val, const char* what) {
     using K = decltype(key);
     using V = decltype(val);

@@ -172,12 +172,12 @@ void sweep(const Policy& policy, long long t, long long nv, Comp comp, const cha
 // values V (void: keys).
 template <class K, class V>
 using sm90_one_kernel_class =
-    std::tuple_element_t<6, decltype(lm::detail::cuda_backend::merge_sort_table<K, V>::template boxes<sm90_line>())>;
+    std::tuple_element_t<6, decltype(internals::cuda::merge_sort_table<K, V>::template boxes<sm90_line>())>;
 
 // Elements per tile of the tuned boxes for keys T and values V (void: keys).
 template <class T, class V = void>
 std::pair<long long, long long> tuned_tiles() {
-  using table = lm::detail::cuda_backend::merge_sort_table<T, V>;
+  using table = internals::cuda::merge_sort_table<T, V>;
   const auto boxes = table::template boxes<sm90_line>();
   using bs = std::tuple_element_t<0, decltype(boxes)>;
   using mb = std::tuple_element_t<1, decltype(boxes)>;
@@ -246,7 +246,7 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
 // the class ends. check_sorts' indices are int64 (12-byte
 // elements), which take separate kernels.
 BOOST_AUTO_TEST_CASE(sort_one_kernel_class) {
-  namespace cb = lm::detail::cuda_backend;
+  namespace cb = internals::cuda;
   using keys_class = sm90_one_kernel_class<std::int32_t, void>;
   using pairs_class = sm90_one_kernel_class<std::int32_t, std::int32_t>;
   static_assert(keys_class::log2 > 0 && pairs_class::log2 > 0 && keys_class::separate_log2 > 0,
@@ -604,7 +604,7 @@ BOOST_AUTO_TEST_CASE(sorts_on_two_streams) {
 
 // No merge pass spills registers at the tuned boxes (issue: per-kernel budgets).
 BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
-  namespace cb = lm::detail::cuda_backend;
+  namespace cb = internals::cuda;
   auto for_types = [&](auto key, auto val, const char* what) {
     using K = decltype(key);
     using V = decltype(val);
@@ -636,7 +636,7 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
 // bound gives the memory above it back at the next synchronization, and
 // release_pool_memory gives back everything unused at once.
 BOOST_AUTO_TEST_CASE(the_pool_keeps_memory_up_to_its_bound) {
-  namespace cb = lm::detail::cuda_backend;
+  namespace cb = internals::cuda;
   int device = 0;
   BOOST_REQUIRE_EQUAL(cudaGetDevice(&device), cudaSuccess);
   std::size_t free_bytes = 0, total_bytes = 0;

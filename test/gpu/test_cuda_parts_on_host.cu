@@ -11,11 +11,10 @@
 #include <utility>
 #include <vector>
 
-#include <backends/cuda/cta_merge.cuh>
-#include <backends/engine/multiway.hpp>
+#include <test/support/internals.cuh>
 
-namespace cb = libmerge::detail::cuda_backend;
-namespace engine = libmerge::detail;
+namespace cb = internals::cuda;
+namespace engine = internals::engine;
 using libmerge::index_t;
 
 namespace {

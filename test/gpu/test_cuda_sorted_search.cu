@@ -322,7 +322,7 @@ struct search_tuning {
 };
 template <class TA, class TB = TA>
 search_tuning tuned_search() {
-  namespace cb = lm::detail::cuda_backend;
+  namespace cb = internals::cuda;
   const int line = lm::tuning::entry_for(cb::current_device("test").cc);
   const auto& l = lm::tuning::search[line < 0 ? std::size(lm::tuning::search) - 1 : static_cast<std::size_t>(line)];
   const std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
@@ -1002,7 +1002,7 @@ BOOST_AUTO_TEST_CASE(interpolating_search_on_misleading_keys) {
 // flagged for sorted input. The partitions start poisoned, so one that no
 // block writes is caught.
 BOOST_AUTO_TEST_CASE(partition_order_check_at_block_boundaries) {
-  namespace cb = lm::detail::cuda_backend;
+  namespace cb = internals::cuda;
   const auto& dev = cb::current_device("test");
   const long long nv = 64;
   std::uint64_t seed = 1400;

@@ -39,9 +39,10 @@
 #include <libmerge/nccl.hpp>
 
 #include "cuda_test_support.cuh"
+#include "nccl_internals.cuh"
 
 namespace lm = libmerge;
-namespace nb = libmerge::detail::nccl_backend;
+namespace nb = internals::nccl;
 using cuda_test::quick;
 using cuda_test::to_device;
 using cuda_test::to_host;
@@ -610,9 +611,9 @@ BOOST_AUTO_TEST_CASE(loopback_two_runs_a_rank) {
 BOOST_AUTO_TEST_CASE(loopback_early_round) {
   std::mt19937_64 g(23);
   const std::size_t n = quick() ? 70001 : 300007;
-  const auto& dev = lm::detail::cuda_backend::current_device("test");
+  const auto& dev = internals::cuda::current_device("test");
   // The sizes make two runs (else the early round would not be taken).
-  BOOST_REQUIRE_GT((lm::detail::cuda_backend::two_run_width<nb::local_policy, int, std::uint64_t, true, lm::less<>>(
+  BOOST_REQUIRE_GT((internals::cuda::two_run_width<nb::local_policy, int, std::uint64_t, true, lm::less<>>(
                        dev, static_cast<lm::index_t>(n), "test")),
                    0);
   // layout[2 r + h]: where the keys of rank r's half h start (units of 10^6).
@@ -643,7 +644,7 @@ BOOST_AUTO_TEST_CASE(loopback_early_round) {
   // one kernel).
   std::size_t big = 0;
   for (std::size_t size : {(std::size_t(1) << 23) + 5, (std::size_t(1) << 24) + 5, (std::size_t(1) << 25) + 5}) {
-    if (big == 0 && lm::detail::cuda_backend::two_run_width<nb::local_policy, int, char, false, lm::less<>>(
+    if (big == 0 && internals::cuda::two_run_width<nb::local_policy, int, char, false, lm::less<>>(
                         dev, static_cast<lm::index_t>(size), "test") > 0) {
       big = size;
     }

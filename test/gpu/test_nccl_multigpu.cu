@@ -176,7 +176,7 @@ struct on_device {
 // through the all-GPUs helper or one thread a GPU, and checks every rank.
 template <class K, class Comp = lm::less<>>
 void check_sort(world& w, const std::vector<std::vector<K>>& in, bool threads, Comp comp = Comp(),
-                double rank0_delay_s = 0, double timeout_s = 300.0) {
+                double rank0_delay_s = 0, double timeout_s = lm::nccl::default_timeout_s) {
   const int k = static_cast<int>(in.size());
   std::vector<std::unique_ptr<on_device<K>>> keys;
   std::vector<std::unique_ptr<on_device<std::uint64_t>>> vals;
