@@ -26,6 +26,7 @@
 #include "../../policies/nccl.hpp"
 #include "../cuda/backend.cuh"
 #include "splitters.cuh"
+#include "loopback.cuh"
 #include "transport.cuh"
 
 namespace libmerge::detail::nccl_backend {

@@ -5,8 +5,8 @@
 //   nccl_transport      the real one: NCCL collectives and point-to-point
 //                       calls on the ranks' streams, grouped when this process
 //                       drives several ranks (one thread, ncclCommInitAll),
-//                       and the call's deadline (watchdog, below).
-//   loopback_transport  all ranks in this process, on one device: the same
+//                       and the call's deadline (watchdog, deadline.cuh).
+//   loopback_transport  (loopback.cuh) all ranks in this process, on one device: the same
 //                       operations as device copies ordered by events. It runs
 //                       the sort's distributed steps (splitters, exchange,
 //                       merge) on one GPU, so that they are tested where no
@@ -21,14 +21,10 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <nccl.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,6 +34,7 @@
 
 #include "../cuda/error.hpp"
 #include "../cuda/launch.cuh"
+#include "deadline.cuh"
 
 namespace libmerge {
 
@@ -93,79 +90,6 @@ struct member {
 // A piece of the all-to-all: per peer rank, where its bytes start and how many.
 struct pieces {
   std::vector<std::size_t> offset, bytes;
-};
-
-// ncclCommRevoke where the NCCL this program runs with has it (2.28.7 and
-// later; the header it was built with may be newer than the library the
-// loader finds), else null.
-inline ncclResult_t (*nccl_revoke())(ncclComm_t, int) {
-  using revoke_fn = ncclResult_t (*)(ncclComm_t, int);
-  static const revoke_fn f = reinterpret_cast<revoke_fn>(dlsym(RTLD_DEFAULT, "ncclCommRevoke"));
-  return f;
-}
-
-// The call's deadline. A rank blocked where its own thread cannot look at a
-// clock (inside ncclGroupEnd while NCCL connects to a peer that never came,
-// or a host copy behind an NCCL kernel that waits for one) is freed by this
-// thread: when the timeout passes, it revokes the call's communicators
-// (ncclCommRevoke: every NCCL operation and kernel in flight stops and the
-// communicator is not freed, so the blocked thread returns with an error and
-// uses no freed memory). The caller's thread then aborts them itself
-// (abort_all, after stop()). With an NCCL older than 2.28.7 this thread
-// aborts them (ncclCommAbort), as frameworks' watchdogs did before revoke
-// existed: NCCL frees the communicator while the blocked call unwinds.
-class watchdog {
- public:
-  watchdog(std::vector<ncclComm_t> comms, double timeout_s)
-      : comms_(std::move(comms)), thread_([this, timeout_s] { watch(timeout_s); }) {}
-  ~watchdog() { stop(); }
-  watchdog(const watchdog&) = delete;
-  watchdog& operator=(const watchdog&) = delete;
-
-  // Ends the watch (joins the thread: a revoke under way is finished first).
-  void stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  bool fired() const { return fired_.load(); }
-  // True where the watchdog freed the communicators itself (NCCL before 2.28).
-  bool freed() const { return freed_; }
-
- private:
-  void watch(double timeout_s) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    const auto limit = std::chrono::duration<double>(timeout_s);
-    if (wake_.wait_for(lock, limit, [this] { return done_; })) return;
-    fired_ = true;
-    const auto revoke = nccl_revoke();
-    if (revoke == nullptr) {
-      for (ncclComm_t c : comms_) ncclCommAbort(c);
-      freed_ = true;
-      return;
-    }
-    for (ncclComm_t c : comms_) {
-      if (revoke(c, 0 /* NCCL_REVOKE_DEFAULT */) != ncclInProgress) continue;
-      // A non-blocking communicator revokes in the background: wait (a
-      // bounded while) so that the caller's abort does not overlap it.
-      for (int i = 0; i < 100000; ++i) {
-        ncclResult_t state = ncclSuccess;
-        if (ncclCommGetAsyncError(c, &state) != ncclSuccess || state != ncclInProgress) break;
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-      }
-    }
-  }
-
-  std::vector<ncclComm_t> comms_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::atomic<bool> fired_{false};
-  bool freed_ = false;
-  std::thread thread_;  // last: starts once the rest is made
 };
 
 // Runs f with members[i].stream = streams[i], and puts the members' own
@@ -439,124 +363,6 @@ class nccl_transport {
   const char* algorithm_;
   std::chrono::steady_clock::time_point start_;
   std::optional<watchdog> watch_;
-};
-
-template <int = 0>
-__global__ void add_u64(unsigned long long* to, const unsigned long long* from, std::size_t count) {
-  const std::size_t x = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (x < count) to[x] += from[x];
-}
-
-// Every rank in this process (see the top of the file). Operations are
-// stream-ordered: a barrier (each stream waits for an event of every other)
-// before the copies, so every rank's data is ready, and after them, so no
-// rank overwrites a buffer another is still reading.
-class loopback_transport {
- public:
-  loopback_transport(const std::vector<cudaStream_t>& streams, const char* algorithm) : algorithm_(algorithm) {
-    device_scope scope;
-    for (std::size_t i = 0; i < streams.size(); ++i) {
-      member m;
-      m.stream = streams[i];
-      m.rank = static_cast<int>(i);
-      check_cuda(cudaStreamGetDevice(m.stream, &m.device), algorithm, "cudaStreamGetDevice");
-      scope.set(m.device, algorithm);
-      cudaEvent_t e{};
-      check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), algorithm, "cudaEventCreate");
-      events_.push_back(e);
-      members_.push_back(m);
-    }
-  }
-  ~loopback_transport() {
-    for (cudaEvent_t e : events_) cudaEventDestroy(e);
-  }
-  loopback_transport(const loopback_transport&) = delete;
-  loopback_transport& operator=(const loopback_transport&) = delete;
-
-  int world() const { return local_count(); }
-  int local_count() const { return static_cast<int>(members_.size()); }
-  const member& local(int i) const { return members_[static_cast<std::size_t>(i)]; }
-
-  void allgather(const std::vector<const void*>& send, const std::vector<void*>& recv, std::size_t bytes) {
-    barrier();
-    for (std::size_t i = 0; i < members_.size(); ++i) {
-      for (std::size_t j = 0; j < members_.size(); ++j) {
-        copy(static_cast<char*>(recv[i]) + j * bytes, i, send[j], j, bytes);
-      }
-    }
-    barrier();
-  }
-
-  void allreduce_sum(const std::vector<const unsigned long long*>& send, const std::vector<unsigned long long*>& recv,
-                     std::size_t count) {
-    barrier();
-    device_scope scope;
-    for (std::size_t i = 0; i < members_.size(); ++i) {
-      copy(recv[i], i, send[0], 0, count * sizeof(unsigned long long));
-      scope.set(members_[i].device, algorithm_);
-      for (std::size_t j = 1; j < members_.size(); ++j) {
-        cuda_backend::launch_with(nullptr, add_u64<>, static_cast<index_t>((count + 255) / 256), 256, 0,
-                                  members_[i].stream, algorithm_, "launch of add_u64", recv[i],
-                                  static_cast<const unsigned long long*>(send[j]), count);
-      }
-    }
-    barrier();
-  }
-
-  void exchange(const std::vector<const char*>& send, const std::vector<pieces>& out, const std::vector<char*>& recv,
-                const std::vector<pieces>& in) {
-    barrier();
-    for (std::size_t i = 0; i < members_.size(); ++i) {
-      for (std::size_t j = 0; j < members_.size(); ++j) {
-        if (i == j || in[i].bytes[j] == 0) continue;
-        copy(recv[i] + in[i].offset[j], i, send[j] + out[j].offset[i], j, in[i].bytes[j]);
-      }
-    }
-    barrier();
-  }
-
-  void wait_all() {
-    for (int i = 0; i < local_count(); ++i) wait(i);
-  }
-  void wait(int i) {
-    check_cuda(cudaStreamSynchronize(members_[static_cast<std::size_t>(i)].stream), algorithm_,
-               "cudaStreamSynchronize");
-  }
-
-  void abort_all() noexcept {}  // every rank is here: nobody is left waiting
-  template <class F>
-  void grouped(F f) {
-    f();
-  }
-  template <class F>
-  void on_streams(const std::vector<cudaStream_t>& streams, F f) {
-    swap_streams(members_, streams, f);
-  }
-
- private:
-  void copy(void* to, std::size_t i, const void* from, std::size_t j, std::size_t bytes) {
-    if (bytes == 0) return;
-    check_cuda(cudaMemcpyPeerAsync(to, members_[i].device, from, members_[j].device, bytes, members_[i].stream),
-               algorithm_, "cudaMemcpyPeerAsync");
-  }
-  void barrier() {
-    device_scope scope;
-    for (std::size_t i = 0; i < members_.size(); ++i) {
-      scope.set(members_[i].device, algorithm_);
-      check_cuda(cudaEventRecord(events_[i], members_[i].stream), algorithm_, "cudaEventRecord");
-    }
-    for (std::size_t i = 0; i < members_.size(); ++i) {
-      for (std::size_t j = 0; j < members_.size(); ++j) {
-        if (i != j) {
-          check_cuda(cudaStreamWaitEvent(members_[i].stream, events_[j], 0), algorithm_, "cudaStreamWaitEvent");
-        }
-      }
-    }
-  }
-
-  std::vector<member> members_;
-  std::vector<cudaEvent_t> events_;
-  const char* algorithm_;
 };
 
 }  // namespace detail::nccl_backend
