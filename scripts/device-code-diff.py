@@ -41,7 +41,10 @@ def sections(path):
 
 def functions(path):
     # (with the length before it: the hash is not always as long)
-    anon = re.compile(r"\d+_GLOBAL__N__[0-9a-f]+_\d+_\w+?_cu_[0-9a-f]+_\d+")
+    # Two spellings: <hash>_<len>_<file>_cu_<hash>_<n> for a test's file, and
+    # <hash>_<len>_<file>_cu_main (or _cpp_main) for a file with main().
+    # (and _INTERNAL_<hash>_..._main for the lambdas in such a file).
+    anon = re.compile(r"\d+_(?:GLOBAL__N__|INTERNAL_)[0-9a-f]+_\d+_\w+?_(?:cu|cpp)_(?:[0-9a-f]+_\d+|main)")
     return {anon.sub("ANON", k): v for k, v in sections(path).items() if k.startswith(".text.")}
 
 

@@ -1,11 +1,28 @@
-// Coarse-grained scheduling, shared by merge and sorted search: one partition
-// kernel finds where the merge path crosses every tile boundary, so that each
-// CTA of the next kernel knows its input ranges without searching global
-// memory itself (MergePathPartitions in seeds/000).
+// The partition family: where each tile of a merge starts, found before the
+// tiles merge, so that each CTA of the next kernel knows its input ranges
+// without searching global memory itself (MergePathPartitions in seeds/000).
+// Every form searches with the engine (backends/engine/); they differ in
+// what a thread finds and writes:
 //
-// A "geometry" says which merge problem a diagonal belongs to: merge has one
-// problem covering both inputs; a merge-sort pass has one per pair of sorted
-// runs. Tiles never straddle two problems.
+//   boundary form  partition_kernel (below): mp[p], where the merge path of
+//                  a single problem crosses diagonal p * nv, a thread or a
+//                  warp each; merge and the dense sorted search.
+//   tile form      partition_tile_block (below): a block's threads find where
+//                  consecutive tiles start in a group of 2 or 4 runs, and each
+//                  tile ends where the next starts; the sort's passes
+//                  (sort/pass_partition.cuh: pass_partition_kernel) and the
+//                  4-way merge of pieces (sort/runs.cuh:
+//                  pieces_partition_kernel).
+//   sample form    a thread a pair sample (sort/pass_partition.cuh:
+//                  sample_half; pair_sample_kernel, pieces_sample_kernel), so
+//                  that the tile form's 4-way searches start inside one tile.
+//   in-kernel      a CTA finding its own tile's two ends with a warp each
+//                  (warp_merge_path), where no partition kernel runs: the
+//                  one-kernel sort (sort/one_kernel.cuh).
+//
+// A "geometry" says which merge problem a diagonal belongs to (the boundary
+// form's merge and search have one problem covering both inputs). Tiles never
+// straddle two problems.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -174,6 +191,26 @@ void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t
   } else {
     run(std::integral_constant<int, 1>{});
   }
+}
+
+// The tile form: a block of partition_tiles + 1 threads finds where tiles
+// blockIdx.x * partition_tiles + t start (start(tile), thread t), and each
+// tile but the last ends where the next starts, so one search a block is
+// spent on the next block's first tile (and no thread searches twice).
+// Then describe(tile, its start, its end) for the block's partition_tiles
+// tiles below num_tiles. `starts` is the block's shared array, declared in
+// the kernel so that a kernel's shared memory reads in the kernel.
+inline constexpr int partition_tiles = 127;
+
+template <class Split, class Start, class Describe>
+__device__ __forceinline__ void partition_tile_block(Split (&starts)[partition_tiles + 1], index_t num_tiles,
+                                                     Start&& start, Describe&& describe) {
+  const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
+  const bool mine = tile < num_tiles;
+  if (mine) starts[threadIdx.x] = start(tile);
+  __syncthreads();
+  if (!mine || threadIdx.x == partition_tiles) return;
+  describe(tile, starts[threadIdx.x], starts[threadIdx.x + 1]);
 }
 
 // A tile's input ranges, from the partitions at its two ends.

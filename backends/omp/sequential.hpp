@@ -189,7 +189,9 @@ void merge_pointers(KA* a, index_t na, KB* b, index_t nb, VA* a_vals, VB* b_vals
 // The same merge for any random-access iterators, and for inputs of different
 // types (B's keys and values are converted to A's types). Positions are
 // indices; the source is picked by reference, which costs a branch where
-// merge_pointers has none, but works for proxies and conversions too.
+// merge_pointers has none, but works for proxies and conversions too. (The
+// serial backend's merge_into is the same two-finger loop, written again on
+// purpose: the oracle shares no code with the backends it checks.)
 template <bool Move, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut, class Comp>
 void merge_iterators(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals, KeysOut out,
                      ValsOut vals_out, Comp& comp) {

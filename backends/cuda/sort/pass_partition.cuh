@@ -188,11 +188,6 @@ __device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K
   return d;
 }
 
-// Tiles a partition block describes: its 128 threads find where 128
-// consecutive tiles start, and each tile but the last ends where the next
-// starts, so one search a block is spent on the next block's first tile.
-inline constexpr int partition_tiles = 127;
-
 // The cut of a 4-way group at sample diagonal D (partitions_on_samples): the
 // 4-way search over the runs' samples (sg; with the pair samples hs over
 // them), then the splitter, the last sample left of that split in the merge's
@@ -305,7 +300,9 @@ __global__ void __launch_bounds__(partition_tiles + 1, 4)
   const int local = static_cast<int>(mine ? tile : 0) % shape.tiles_per_group;
   const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
   const index_t snv = nv / sample_every;  // a tile in samples (sampled)
-  if (mine) {
+  // Where this thread's tile starts in its group (the tile form,
+  // partition.cuh); the group's first tile also says whether it has work.
+  const auto start = [&](index_t) -> run_split<Ways> {
     if (local == 0) {
       bool in_order = true;
 #pragma unroll
@@ -329,26 +326,24 @@ __global__ void __launch_bounds__(partition_tiles + 1, 4)
       if (sampled) {
         const run_group<4, K> sg = group_at<4>(run_samples, (n + sample_every - 1) / sample_every,
                                                shape.width / sample_every, group);
-        starts[threadIdx.x] = sampled_cut(g, sg, static_cast<index_t>(local) * snv, hs, comp);
-      } else {
-        starts[threadIdx.x] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
+        return sampled_cut(g, sg, static_cast<index_t>(local) * snv, hs, comp);
       }
-    } else {
-      starts[threadIdx.x] = group_split(g, static_cast<index_t>(local) * nv, comp, hs);
     }
-  }
-  __syncthreads();
-  if (!mine || threadIdx.x == partition_tiles) return;
-  const index_t size = group_size(g);
-  const index_t d0 = static_cast<index_t>(local) * nv;
-  const index_t d1 = d0 + nv < size ? d0 + nv : size;
-  index_t start[Ways], end[Ways];
+    return group_split(g, static_cast<index_t>(local) * nv, comp, hs);
+  };
+  const auto describe = [&](index_t, const run_split<Ways>& first, const run_split<Ways>& next) {
+    const index_t size = group_size(g);
+    const index_t d0 = static_cast<index_t>(local) * nv;
+    const index_t d1 = d0 + nv < size ? d0 + nv : size;
+    index_t begin[Ways], end[Ways];
 #pragma unroll
-  for (int k = 0; k < Ways; ++k) {
-    start[k] = starts[threadIdx.x].s[k];
-    end[k] = d1 == size ? g.len[k] : starts[threadIdx.x + 1].s[k];
-  }
-  descs[tile] = describe_tile(g, group, start, end, d0, d1);
+    for (int k = 0; k < Ways; ++k) {
+      begin[k] = first.s[k];
+      end[k] = d1 == size ? g.len[k] : next.s[k];
+    }
+    descs[tile] = describe_tile(g, group, begin, end, d0, d1);
+  };
+  partition_tile_block(starts, shape.num_tiles, start, describe);
 }
 
 }  // namespace libmerge::detail::cuda_backend

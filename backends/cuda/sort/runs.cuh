@@ -145,9 +145,10 @@ __global__ void __launch_bounds__(sample_threads)
   sample_half(half, rank, samples + i, sample_keys + 2 * i, comp);
 }
 
-// merge_four's partition, as pass_partition_kernel's: a thread a tile finds
-// where its tile starts in the pieces (halves_split over the pair samples,
-// stable: ties in piece order), and each tile ends where the next starts.
+// merge_four's partition, the tile form as pass_partition_kernel's
+// (partition.cuh: partition_tile_block): a thread a tile finds where its tile
+// starts in the pieces (halves_split over the pair samples, stable: ties in
+// piece order), and each tile ends where the next starts.
 // Thread 0 also records the pass for pass_kernel (one pass: data in buffer
 // 0, work to do).
 template <class K, class Comp>
@@ -164,30 +165,30 @@ __global__ void __launch_bounds__(partition_tiles + 1)
     flags.has_work(0) = 1;
     flags.shapes[0] = pass_shape{size, num_tiles, num_tiles};
   }
-  const bool mine = tile < num_tiles;
-  if (mine) {
+  const auto start = [&](index_t t) {
     const half_samples<K> hs{{samples, samples + stride}, {sample_keys, sample_keys + 2 * stride}, nv};
-    starts[threadIdx.x] = halves_split(piece_half(p, 0), piece_half(p, 1), tile * nv, comp, hs);
-  }
-  __syncthreads();
-  if (!mine || threadIdx.x == partition_tiles) return;
-  const index_t d0 = tile * nv;
-  const index_t d1 = d0 + nv < size ? d0 + nv : size;
-  index_t start[4], end[4];
+    return halves_split(piece_half(p, 0), piece_half(p, 1), t * nv, comp, hs);
+  };
+  const auto describe = [&](index_t t, const run_split<4>& first, const run_split<4>& next) {
+    const index_t d0 = t * nv;
+    const index_t d1 = d0 + nv < size ? d0 + nv : size;
+    index_t begin[4], end[4];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    start[k] = starts[threadIdx.x].s[k];
-    end[k] = d1 == size ? p.len[k] : starts[threadIdx.x + 1].s[k];
-  }
-  clamp_pieces(p.len, start, end, d1 - d0);
-  tile_desc<4> d;
+    for (int k = 0; k < 4; ++k) {
+      begin[k] = first.s[k];
+      end[k] = d1 == size ? p.len[k] : next.s[k];
+    }
+    clamp_pieces(p.len, begin, end, d1 - d0);
+    tile_desc<4> d;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    d.at[k] = p.at[k] + start[k];
-    d.size[k] = static_cast<std::uint16_t>(end[k] - start[k]);
-  }
-  d.out = d0;
-  descs[tile] = d;
+    for (int k = 0; k < 4; ++k) {
+      d.at[k] = p.at[k] + begin[k];
+      d.size[k] = static_cast<std::uint16_t>(end[k] - begin[k]);
+    }
+    d.out = d0;
+    descs[t] = d;
+  };
+  partition_tile_block(starts, static_cast<index_t>(num_tiles), start, describe);
 }
 
 // Merges the four pieces (four_pieces; empty ones allowed) into out_keys
