@@ -32,17 +32,19 @@ namespace libmerge::detail::cuda_backend {
 // device alias.
 template <class T>
 T* device_pointer(T* p, const device_info& dev, const char* algorithm, const char* name) {
-  const std::string where = std::string("libmerge::") + algorithm + ": " + name;
-  if (p == nullptr) throw std::invalid_argument(where + " is a null pointer");
+  // (The messages are built only to throw: at every call they cost the
+  // small calls' host path two heap allocations a pointer.)
+  const auto where = [&] { return std::string("libmerge::") + algorithm + ": " + name; };
+  if (p == nullptr) throw std::invalid_argument(where() + " is a null pointer");
   cudaPointerAttributes attr{};
-  check_cuda(cudaPointerGetAttributes(&attr, p), algorithm,
-             (std::string("cudaPointerGetAttributes(") + name + ")").c_str());
+  const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+  if (e != cudaSuccess) check_cuda(e, algorithm, (std::string("cudaPointerGetAttributes(") + name + ")").c_str());
   switch (attr.type) {
     case cudaMemoryTypeManaged:
       return p;
     case cudaMemoryTypeDevice:
       if (attr.device != dev.device) {
-        throw std::invalid_argument(where + " points to memory of device " + std::to_string(attr.device) +
+        throw std::invalid_argument(where() + " points to memory of device " + std::to_string(attr.device) +
                                     ", but the call runs on device " + std::to_string(dev.device));
       }
       return p;
@@ -53,7 +55,7 @@ T* device_pointer(T* p, const device_info& dev, const char* algorithm, const cha
       if (dev.pageable_access) return p;
       break;
   }
-  throw std::invalid_argument(where +
+  throw std::invalid_argument(where() +
                               " points to host memory the GPU cannot access; the CUDA backend needs device memory "
                               "(cudaMalloc, thrust::device_vector), managed or mapped host memory");
 }

@@ -147,10 +147,13 @@ inline constexpr index_t max_grid_ctas = 0x7fffffff;
 // Launches `kernel` on `stream` with the launch attribute `attribute` (none
 // when null); launch errors come back from cudaLaunchKernelEx itself, so no
 // check reads the thread's last-error slot (where an earlier, unrelated
-// failure may still sit).
+// failure may still sit). An error names the launch as what_prefix + what,
+// a string built only on failure: built at every launch, it cost the small
+// calls' host path a heap allocation a kernel.
 template <class... Params, class... Args>
-void launch_with(const cudaLaunchAttribute* attribute, void (*kernel)(Params...), index_t grid, int nt,
-                 std::size_t smem, cudaStream_t stream, const char* algorithm, const char* what, Args&&... args) {
+void launch_named(const cudaLaunchAttribute* attribute, void (*kernel)(Params...), index_t grid, int nt,
+                  std::size_t smem, cudaStream_t stream, const char* algorithm, const char* what_prefix,
+                  const char* what, Args&&... args) {
   if (grid <= 0) return;
   if (grid > max_grid_ctas) throw_too_many_tiles(algorithm);
   cudaLaunchConfig_t config{};
@@ -162,7 +165,15 @@ void launch_with(const cudaLaunchAttribute* attribute, void (*kernel)(Params...)
   if (attribute != nullptr) copy[0] = *attribute;
   config.attrs = copy;
   config.numAttrs = attribute != nullptr ? 1 : 0;
-  check_cuda(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...), algorithm, what);
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  if (e != cudaSuccess) check_cuda(e, algorithm, (std::string(what_prefix) + what).c_str());
+}
+
+// launch_named with `what` alone.
+template <class... Params, class... Args>
+void launch_with(const cudaLaunchAttribute* attribute, void (*kernel)(Params...), index_t grid, int nt,
+                 std::size_t smem, cudaStream_t stream, const char* algorithm, const char* what, Args&&... args) {
+  launch_named(attribute, kernel, grid, nt, smem, stream, algorithm, "", what, std::forward<Args>(args)...);
 }
 
 // Launches `kernel` on `stream`. With `dependent` and a kernel compiled for
@@ -178,8 +189,8 @@ void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, c
   pdl.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   pdl.val.programmaticStreamSerializationAllowed = 1;
   const bool use_pdl = dependent && kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm) >= 90;
-  launch_with(use_pdl ? &pdl : nullptr, kernel, grid, nt, smem, stream, algorithm,
-              (std::string("launch of ") + kernel_name).c_str(), std::forward<Args>(args)...);
+  launch_named(use_pdl ? &pdl : nullptr, kernel, grid, nt, smem, stream, algorithm, "launch of ", kernel_name,
+               std::forward<Args>(args)...);
 }
 
 // How many CTAs of `kernel` (nt threads, smem bytes of dynamic shared memory)
@@ -210,8 +221,8 @@ void launch_cooperative(void (*kernel)(Params...), index_t grid, int nt, std::si
   cudaLaunchAttribute cooperative{};
   cooperative.id = cudaLaunchAttributeCooperative;
   cooperative.val.cooperative = 1;
-  launch_with(&cooperative, kernel, grid, nt, smem, stream, algorithm,
-              (std::string("cooperative launch of ") + kernel_name).c_str(), std::forward<Args>(args)...);
+  launch_named(&cooperative, kernel, grid, nt, smem, stream, algorithm, "cooperative launch of ", kernel_name,
+               std::forward<Args>(args)...);
 }
 
 // Raises a kernel's dynamic shared memory limit when a box needs more than the

@@ -166,7 +166,8 @@ class temporary_storage {
  public:
   temporary_storage(const Allocator& allocator, cudaStream_t stream, std::size_t bytes, const char* algorithm)
       : allocator_(allocator), stream_(stream), bytes_(bytes) {
-    const std::string what = "allocating " + std::to_string(bytes) + " bytes of temporary storage";
+    // (Built only to throw: a string at every call was a heap allocation.)
+    const auto what = [bytes] { return "allocating " + std::to_string(bytes) + " bytes of temporary storage"; };
     try {
       if constexpr (std::is_same_v<Allocator, cuda::pool_allocator>) {
         ptr_ = pool_storage::allocate(bytes_, stream_, pooled_);
@@ -174,9 +175,9 @@ class temporary_storage {
         ptr_ = allocator_.allocate(bytes_, stream_);
       }
     } catch (const cuda_error& e) {
-      throw cuda_error(e.code(), algorithm, what);  // name the algorithm, keep the CUDA error
+      throw cuda_error(e.code(), algorithm, what());  // name the algorithm, keep the CUDA error
     }
-    if (ptr_ == nullptr) throw cuda_error(cudaErrorMemoryAllocation, algorithm, what + " (allocator returned null)");
+    if (ptr_ == nullptr) throw cuda_error(cudaErrorMemoryAllocation, algorithm, what() + " (allocator returned null)");
   }
   ~temporary_storage() {
     if (ptr_ == nullptr) return;
