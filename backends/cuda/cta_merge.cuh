@@ -120,37 +120,64 @@ __device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>&
   }
 }
 
-// Merges VT outputs from keys[a, a_end) and keys[b, b_end) (SerialMerge in
-// seeds/003): merged[i] is the i-th output and src[i] its tile offset. A key is
-// read only at an in-range offset (keys[0] stands in once a side is exhausted).
+// The walk of a thread's share of a CTA merge (SerialMerge in seeds/003):
+// up to VT steps from A's element a and B's element b, each taking the next
+// element of the merge. A is taken while B is exhausted (b == b_end) or A is
+// not (a < a_end) and a_first(a, b, a_key, b_key) says so. read_a(k) and
+// read_b(k) load the keys (each caller decides what stands in past the end
+// of a side: a_first is asked at every step, so both keys must be readable).
+// step(i, from_a, a, b, a_key, b_key) says what step i produces. Full:
+// exactly VT steps; otherwise `steps` of them (at most VT). The merge tiles
+// keep the merged keys (serial_merge); the dense search tile, a merge that
+// writes bounds instead of keys, keeps each element's position in the other
+// sequence (search/dense.cuh).
+template <int VT, bool Full, class ReadA, class ReadB, class AFirst, class Step>
+LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, int b_end, int steps, ReadA&& read_a,
+                                                     ReadB&& read_b, AFirst&& a_first, Step&& step) {
+  auto a_key = read_a(a);
+  auto b_key = read_b(b);
+LIBMERGE_UNROLL
+  for (int i = 0; i < VT; ++i) {
+    if (!Full && i >= steps) break;
+    const bool first = a_first(a, b, a_key, b_key);
+    const bool from_a = b >= b_end || (a < a_end && first);
+    step(i, from_a, a, b, a_key, b_key);
+    if (from_a) {
+      ++a;
+      a_key = read_a(a);
+    } else {
+      ++b;
+      b_key = read_b(b);
+    }
+  }
+}
+
+// Merges VT outputs from keys[a, a_end) and keys[b, b_end) with merge_walk:
+// merged[i] is the i-th output and src[i] its tile offset. A key is read only
+// at an in-range offset (keys[0] stands in once a side is exhausted).
 // Grouped: A's offsets from a_split on and B's from b_split on form a second
 // group that comes after the first whatever the keys, so that one walk merges
 // two pairs of pieces back to back (cta_merge_pairs).
 template <int VT, bounds Bounds = bounds::lower, bool Grouped = false, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void serial_merge(const K* keys, int a, int a_end, int b, int b_end, K (&merged)[VT],
                                              int (&src)[VT], Comp& comp, int a_split = 0, int b_split = 0) {
-  K a_key = keys[a < a_end ? a : 0];
-  K b_key = keys[b < b_end ? b : 0];
-LIBMERGE_UNROLL
-  for (int i = 0; i < VT; ++i) {
-    bool a_first;
-    if constexpr (Grouped) {
-      const bool a_later = a >= a_split, b_later = b >= b_split;
-      a_first = a_later == b_later ? a_goes_first<Bounds>(a_key, b_key, comp) : b_later;
-    } else {
-      a_first = a_goes_first<Bounds>(a_key, b_key, comp);
-    }
-    const bool take_a = b >= b_end || (a < a_end && a_first);
-    merged[i] = take_a ? a_key : b_key;
-    src[i] = take_a ? a : b;
-    if (take_a) {
-      ++a;
-      a_key = keys[a < a_end ? a : 0];
-    } else {
-      ++b;
-      b_key = keys[b < b_end ? b : 0];
-    }
-  }
+  merge_walk<VT, true>(
+      a, a_end, b, b_end, VT, [&](int k) { return keys[k < a_end ? k : 0]; },
+      [&](int k) { return keys[k < b_end ? k : 0]; },
+      [&](int a_at, int b_at, const K& a_key, const K& b_key) {
+        if constexpr (Grouped) {
+          const bool a_later = a_at >= a_split, b_later = b_at >= b_split;
+          return a_later == b_later ? a_goes_first<Bounds>(a_key, b_key, comp) : b_later;
+        } else {
+          (void)a_at;
+          (void)b_at;
+          return a_goes_first<Bounds>(a_key, b_key, comp);
+        }
+      },
+      [&](int i, bool from_a, int a_at, int b_at, const K& a_key, const K& b_key) {
+        merged[i] = from_a ? a_key : b_key;
+        src[i] = from_a ? a_at : b_at;
+      });
 }
 
 // The CTA merge: keys[0, na) and keys[na, count) are two sorted ranges in

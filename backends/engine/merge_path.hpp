@@ -23,22 +23,36 @@ LIBMERGE_HOST_DEVICE bool a_goes_first(const AKey& a_key, const BKey& b_key, Com
   }
 }
 
+// The splits diagonal diag of merging na elements of A with nb of B can
+// have: between max(0, diag - nb) and min(diag, na) elements of A, both
+// included. Every search along the diagonal starts from it, so that each of
+// its probes is in range whatever the comparator does.
+template <class Index>
+struct split_range {
+  Index lo, hi;
+  // [lo, hi] narrowed to a bracket the caller knows (from neighbouring
+  // searches). A bracket that misses the range (possible only when comp is
+  // not a strict weak order) leaves the whole range.
+  LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE split_range narrowed(Index from, Index to) const {
+    split_range r{from > lo ? from : lo, to < hi ? to : hi};
+    if (r.lo > r.hi) r = *this;
+    return r;
+  }
+};
+
+template <class Index>
+LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE split_range<Index> diagonal_range(Index na, Index nb, Index diag) {
+  return {diag > nb ? diag - nb : Index(0), diag < na ? diag : na};
+}
+
 // merge_path (below) when the answer is already known to lie in [lo, hi] (merge
 // sort's multiway partition knows it from neighbouring searches): fewer steps.
-// A bracket that misses the valid range (possible only when comp is not a
-// strict weak order) falls back to the whole range, so every probe stays in range.
 template <bounds Bounds, class Index, class AIt, class BIt, class Comp>
 LIBMERGE_HOST_DEVICE Index merge_path_within(AIt a, Index na, BIt b, Index nb, Index diag, Index lo, Index hi,
                                              Comp& comp) {
-  const Index lo0 = diag > nb ? diag - nb : 0;
-  const Index hi0 = diag < na ? diag : na;
-  lo = lo > lo0 ? lo : lo0;
-  hi = hi < hi0 ? hi : hi0;
-  if (lo > hi) {
-    lo = lo0;
-    hi = hi0;
-  }
-  return first_not_before(lo, hi, [&](Index mid) { return a_goes_first<Bounds>(a[mid], b[diag - 1 - mid], comp); });
+  const split_range<Index> r = diagonal_range(na, nb, diag).narrowed(lo, hi);
+  return first_not_before(r.lo, r.hi,
+                          [&](Index mid) { return a_goes_first<Bounds>(a[mid], b[diag - 1 - mid], comp); });
 }
 
 // How many of the first `diag` outputs of merging a[0, na) and b[0, nb) come
@@ -60,9 +74,9 @@ LIBMERGE_HOST_DEVICE Index merge_path(AIt a, Index na, BIt b, Index nb, Index di
 // lane passes the same arguments; all return the answer.
 template <bounds Bounds = bounds::lower, class AIt, class BIt, class Comp>
 __device__ __forceinline__ index_t warp_merge_path(AIt a, index_t na, BIt b, index_t nb, index_t diag, Comp& comp) {
-  const index_t lo = diag > nb ? diag - nb : 0;
-  const index_t hi = diag < na ? diag : na;
-  return warp_first_not_before(lo, hi, [&](index_t p) { return a_goes_first<Bounds>(a[p], b[diag - 1 - p], comp); });
+  const split_range<index_t> r = diagonal_range(na, nb, diag);
+  return warp_first_not_before(r.lo, r.hi,
+                               [&](index_t p) { return a_goes_first<Bounds>(a[p], b[diag - 1 - p], comp); });
 }
 #endif
 

@@ -82,12 +82,12 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void inner_splits(const run_half<Ways,
       to = hi.s < lo.s + (c - lo.c) ? hi.s : lo.s + (c - lo.c);
       // The valid range whatever the bracket says (it can miss only when comp
       // is not a strict weak order): every probe stays in range.
-      const index_t lo_ok = c > h.ny ? c - h.ny : 0, hi_ok = c < h.nx ? c : h.nx;
-      from = from > lo_ok ? from : lo_ok;
-      to = to < hi_ok ? to : hi_ok;
+      const split_range<index_t> ok = diagonal_range(h.nx, h.ny, c);
+      from = from > ok.lo ? from : ok.lo;
+      to = to < ok.hi ? to : ok.hi;
       if (from > to) {
-        from = lo_ok;
-        to = hi_ok;
+        from = ok.lo;
+        to = ok.hi;
       }
     };
     index_t b0, b1;

@@ -240,9 +240,11 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
     // then cover the tile's positions exactly once whatever the comparator
     // does. Starts out of order (unsorted input) make the tile write no match
     // and bound 0 instead. Keys are read only at in-range offsets; as[-1]
-    // stands in where A has no element before. (Inline here: as a function of
-    // its own, with `starts` in it, nvcc 13.0 compiled 60 of the search
-    // kernels differently.)
+    // stands in where A has no element before. The walk is the CTA merge's
+    // (merge_walk, cta_merge.cuh); what a step records is the search's.
+    // (Against the search's own loop it replaced, H200, 181 benchmark rows:
+    // 0.988-1.025, index_match on both sides 1.010-1.012 slower at 2^26 and
+    // 2^28, every other dense row within 1%.)
     const int diag = Box::vt * tid < count ? Box::vt * tid : count;
     const int diag_end = Box::vt * (tid + 1) < count ? Box::vt * (tid + 1) : count;
     int a = merge_path<bounds::lower, int>(as, na, bs, nb, diag, comp);
@@ -255,30 +257,24 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
     if (__syncthreads_or(a_end < a || b_end < b)) {
       for (int j = tid; j < count; j += Box::nt) results[j] = 0;
     } else {
-      TA a_key = as[a < na ? a : -1];
-      TB b_key = bs[b < b_valid ? b : 0];
+      // Each step records the element's bound and match instead of the key.
       TA prev_a = as[a - 1];
-#pragma unroll
-      for (int i = 0; i < Box::vt; ++i) {
-        if (!Full && diag + i >= diag_end) break;
-        const bool take_a = b >= b_end || (a < a_end && !comp(b_key, a_key));
-        if (take_a) {
-          if constexpr (a_writes_any) {
-            const bool m = a_needs_match && b < b_valid && !comp(a_key, b_key);
-            results[a] = b | (m ? match_flag : 0);
-          }
-          prev_a = a_key;
-          ++a;
-          a_key = as[a < na ? a : -1];
-        } else {
-          if constexpr (writes_output(TypeB)) {
-            const bool m = b_needs_match && (a > 0 || halo_a) && !comp(prev_a, b_key);
-            results[na + b] = a | (m ? match_flag : 0);
-          }
-          ++b;
-          b_key = bs[b < b_valid ? b : 0];
-        }
-      }
+      merge_walk<Box::vt, Full>(
+          a, a_end, b, b_end, diag_end - diag, [&](int k) { return as[k < na ? k : -1]; },
+          [&](int k) { return bs[k < b_valid ? k : 0]; },
+          [&](int, int, const TA& a_key, const TB& b_key) { return !comp(b_key, a_key); },
+          [&](int, bool from_a, int a_at, int b_at, const TA& a_key, const TB& b_key) {
+            if (from_a) {
+              if constexpr (a_writes_any) {
+                const bool m = a_needs_match && b_at < b_valid && !comp(a_key, b_key);
+                results[a_at] = b_at | (m ? match_flag : 0);
+              }
+              prev_a = a_key;
+            } else if constexpr (writes_output(TypeB)) {
+              const bool m = b_needs_match && (a_at > 0 || halo_a) && !comp(prev_a, b_key);
+              results[na + b_at] = a_at | (m ? match_flag : 0);
+            }
+          });
     }
   }
   __syncthreads();
