@@ -692,9 +692,10 @@ struct needle_box_interpolating : lm::launch_box<NT, VT> {
 // needle_box_4 searches 4-ary, a needle_box_interpolating interpolates from
 // its own multiple, 0: binary), forced through
 // launch_search with box Box: sparse_ratio INT_MAX never takes the per-needle
-// path, 1 always does (|A| <= |B|). The counts are zeroed on the stream as in
-// the public call; the index search counts nothing, the equality count has no
-// counts (nullptr).
+// path, 1 always does (|A| <= |B|); the rule for small haystacks is off, so
+// that each row is the path it names at every size. The counts are zeroed on
+// the stream as in the public call; the index search counts nothing, the
+// equality count has no counts (nullptr).
 template <op O, class Box, class K, class NeedleBox = typename sm90<K>::needle_box>
 void crossover_run(bench& bn, const dataset<K>& d, int i, int ratio) {
   const auto& dev = cb::current_device("sorted_search");
@@ -704,13 +705,13 @@ void crossover_run(bench& bn, const dataset<K>& d, int i, int ratio) {
     cb::launch_search<Box, NeedleBox, lm::search_type::index, lm::search_type::none, cb::a_writes::search,
                       sm90<K>::interpolate_from>(
         bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::match_counters{ca, cbp}, bn.counts,
-        ratio, 0, lm::less<>{}, "sorted_search");
+        cb::needle_rules{ratio, 0, 0, 0}, lm::less<>{}, "sorted_search");
   } else {
     static_assert(O == op::equal_count, "crossover: lower_index or equal_count");
     cb::launch_search<Box, NeedleBox, lm::search_type::none, lm::search_type::none, cb::a_writes::equal_count,
                       sm90<K>::interpolate_from>(
         bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::match_counters{nullptr, nullptr},
-        nullptr, ratio, 0, lm::less<>{}, "sorted_equality_count");
+        nullptr, cb::needle_rules{ratio, 0, 0, 0}, lm::less<>{}, "sorted_equality_count");
   }
 }
 

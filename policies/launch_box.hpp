@@ -181,11 +181,20 @@ struct merge_sort_line {
 // Thrust's less and greater), the per-needle search is binary only down to a
 // window of interpolate_from times the needles' spacing (|B| / |A|), then
 // probes where interpolation between the window's end keys puts the needle,
-// a 64-byte block at a time (0: never). sm_90 measured on an H100
-// (docs/cuda-sorted-search.md: 4-ary 1.14x Thrust at |A| = |B|/16, binary
-// 0.98x; at /256 binary 1.0x, 4-ary 0.90x); the other lines are untuned
-// copies. A caller's .with(box) replaces the tile box; the needle box and the
-// ratios stay the line's.
+// a 64-byte block at a time (0: never). A haystack of fewer than
+// 2^small_hay_log2_bytes bytes (0: no such rule) is searched 4-ary per
+// needle from small_sparse_ratio on: there a search's cost is its chain of
+// dependent loads, which the 4-ary search halves, more than the DRAM blocks
+// it reads (H200, sorted_search int32, 2^17 to 2^23 keys, |A| = |B|/4 to
+// |B|/4096: 4-ary 1.11x-1.99x Thrust, against 0.81x-1.86x for the dense
+// or interpolating search the larger calls take; at 2^24 keys and |B|/4
+// the dense search wins, 0.0374 against 0.0425 ms). sm_90 measured on an
+// H100 (docs/cuda-sorted-search.md: 4-ary 1.14x Thrust at |A| = |B|/16,
+// binary 0.98x; at /256 binary 1.0x, 4-ary 0.90x; the merge-path search
+// ahead at /8, where an H200 has the 4-ary one ahead at every size, 0.342
+// against 0.366 ms at 2^28 int32 keys: the line keeps 12); the small rule on
+// an H200 only; the other lines are untuned copies. A caller's .with(box)
+// replaces the tile box; the needle box and the ratios stay the line's.
 struct search_line {
   int arch;
   int nt;
@@ -195,6 +204,8 @@ struct search_line {
   int sparse_ratio;
   int quaternary_below;
   int interpolate_from;
+  int small_hay_log2_bytes;
+  int small_sparse_ratio;
 };
 
 // ---------------------------------------------------------------------------
@@ -269,6 +280,8 @@ constexpr architecture sm_90() {
   q.sparse_ratio = 12;
   q.quaternary_below = 64;
   q.interpolate_from = 8;
+  q.small_hay_log2_bytes = 25;  // 32 MiB: 2^23 int32 keys
+  q.small_sparse_ratio = 4;
   return a;
 }
 

@@ -23,7 +23,9 @@
 // binary down to a window a few needles wide, then by interpolation, a 64-byte
 // block a probe (interpolation_bound); other keys with a 4-ary search while
 // the needles are dense enough to share lines (below quaternary_below), else
-// a binary one, as thrust::lower_bound does.
+// a binary one, as thrust::lower_bound does. A small haystack (under
+// 2^small_hay_log2_bytes bytes) is searched 4-ary per needle from the
+// smaller small_sparse_ratio on: a small call is a chain of dependent loads.
 //
 // This file is the host side (plans, tuning, launches, the backend entry);
 // the kernels are in search/dense.cuh (search_kernel) and search/needle.cuh
@@ -35,6 +37,8 @@
 #include <cub/block/block_reduce.cuh>
 #include <cuda/std/functional>
 
+#include <climits>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -201,24 +205,42 @@ void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, ind
   }
 }
 
+// When a search goes per needle, and how it probes: a tuning line's
+// sparse_ratio, quaternary_below, small_hay_log2_bytes and small_sparse_ratio
+// (policies/launch_box.hpp says what each means; small_hay_log2_bytes 0:
+// no rule for small haystacks).
+struct needle_rules {
+  int sparse_ratio;
+  int quaternary_below;
+  int small_hay_log2_bytes;
+  int small_sparse_ratio;
+};
+
 // Launches one search (bounds::lower; the caller swaps the sides for upper)
 // with launch box Box: sparse (a thread a needle) where only one side writes
-// and the other is sparse_ratio times longer, else dense (tiles). counts
-// (device memory) receives the match counts; it is zeroed on the stream only
-// once nothing can fail before the kernels run.
+// and the other is sparse_ratio times longer (small_sparse_ratio times, and
+// then 4-ary, when the other side is a small haystack), else dense (tiles).
+// counts (device memory) receives the match counts; it is zeroed on the
+// stream only once nothing can fail before the kernels run.
 template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom,
           class Policy, class AIt, class BIt, class AOut, class BOut, class Comp>
 void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
-                   BOut b_out, match_counters counters, match_counts* counts, int sparse_ratio,
-                   int quaternary_below, Comp comp, const char* algorithm) {
+                   BOut b_out, match_counters counters, match_counts* counts, needle_rules rules, Comp comp,
+                   const char* algorithm) {
   constexpr bool a_side = writes_output(TypeA) || AWrites == a_writes::equal_count;
   constexpr bool b_side = writes_output(TypeB);
   if constexpr (!a_side && !b_side) {
     counts_to_zero<TypeA, TypeB>(counts, 0, policy.stream(), algorithm);
   } else {
-    const bool sparse_a = a_side && !b_side && static_cast<double>(na) * sparse_ratio <= static_cast<double>(nb);
-    const bool sparse_b = !a_side && b_side && static_cast<double>(nb) * sparse_ratio <= static_cast<double>(na);
+    // The haystack of a per-needle search: the side that writes nothing.
+    const double hay_bytes = a_side ? static_cast<double>(nb) * sizeof(value_of<BIt>)
+                                    : static_cast<double>(na) * sizeof(value_of<AIt>);
+    const bool small = rules.small_hay_log2_bytes > 0 && hay_bytes < std::ldexp(1.0, rules.small_hay_log2_bytes);
+    const double ratio = small ? rules.small_sparse_ratio : rules.sparse_ratio;
+    const bool sparse_a = a_side && !b_side && static_cast<double>(na) * ratio <= static_cast<double>(nb);
+    const bool sparse_b = !a_side && b_side && static_cast<double>(nb) * ratio <= static_cast<double>(na);
     if (sparse_a || sparse_b) {
+      const int quaternary_below = small ? INT_MAX : rules.quaternary_below;
       launch_needle_search<NeedleBox, TypeA, TypeB, AWrites, InterpolateFrom, a_side>(
           dev, a, na, b, nb, a_out, b_out, counters, counts, quaternary_below, comp, policy.stream(), algorithm);
     } else {
@@ -252,15 +274,17 @@ struct search_table {
                       launch_box<lines[I].needle_nt, lines[I].needle_vt>,
                       std::integral_constant<int, lines[I].sparse_ratio>,
                       std::integral_constant<int, lines[I].quaternary_below>,
-                      std::integral_constant<int, lines[I].interpolate_from>>{};
+                      std::integral_constant<int, lines[I].interpolate_from>,
+                      std::integral_constant<int, lines[I].small_hay_log2_bytes>,
+                      std::integral_constant<int, lines[I].small_sparse_ratio>>{};
   }
 };
 
 template <search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt, class AOut, class BOut,
           class Comp>
 struct search_kernel_of {
-  template <class Box, class NeedleBox, class Ratio, class Quaternary, class Interpolate>
-  auto operator()(Box, NeedleBox, Ratio, Quaternary, Interpolate) const {
+  template <class Box, class... Rest>
+  auto operator()(Box, Rest...) const {
     return search_kernel<Box, TypeA, TypeB, AWrites, AIt, BIt, AOut, BOut, Comp>;
   }
 };
@@ -280,12 +304,14 @@ void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t n
   // The tuned line for the architecture the search kernel was compiled for;
   // a caller's box replaces its dense tile box.
   using Box = typename Policy::box_type;
-  auto run = [&](auto box, auto needle_box, auto ratio, auto quaternary_below, auto interpolate_from) {
+  auto run = [&](auto box, auto needle_box, auto ratio, auto quaternary_below, auto interpolate_from,
+                 auto small_hay_log2_bytes, auto small_ratio) {
     using Dense = std::conditional_t<std::is_same_v<Box, tuned_launch_box>, decltype(box),
                                      typename merge_box_of<Box>::type>;
+    const needle_rules rules{decltype(ratio)::value, decltype(quaternary_below)::value,
+                             decltype(small_hay_log2_bytes)::value, decltype(small_ratio)::value};
     launch_search<Dense, decltype(needle_box), TypeA, TypeB, AWrites, decltype(interpolate_from)::value>(
-        policy, dev, a, na, b, nb, a_out, b_out, counters, counts, decltype(ratio)::value,
-        decltype(quaternary_below)::value, comp, algorithm);
+        policy, dev, a, na, b, nb, a_out, b_out, counters, counts, rules, comp, algorithm);
   };
   if constexpr (table::elem > max_element_bytes) {
     throw_element_too_large(algorithm, table::elem);

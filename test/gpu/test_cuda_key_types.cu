@@ -8,8 +8,8 @@
 // 48 KB, so the launch never raised the kernel's limit, but with the kernel's
 // static shared memory the block needed more than 48 KB. Each call here is
 // checked against std::lower_bound / std::upper_bound on the host: one
-// element, tile boundaries, dense and sparse needles (the per-needle search
-// with interpolation), lm::less and thrust::greater, lower and upper bounds,
+// element, tile boundaries, dense and sparse needles (the per-needle search,
+// 4-ary in a small haystack, with interpolation in a large one), lm::less and thrust::greater, lower and upper bounds,
 // index, match and equality counts.
 #define BOOST_TEST_MODULE cuda_key_types
 #include <boost/test/included/unit_test.hpp>
@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <utility>
@@ -93,6 +94,20 @@ void check_search(std::size_t na, std::size_t nb, bool descending, bool through_
   }
 }
 
+// The fewest keys of `bytes` bytes a haystack that is not small holds (the
+// device's tuning line: small_hay_log2_bytes), at least 2^17.
+long long large_haystack(std::size_t bytes) {
+  int device = 0, major = 0, minor = 0;
+  BOOST_REQUIRE_EQUAL(cudaGetDevice(&device), cudaSuccess);
+  BOOST_REQUIRE_EQUAL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
+  BOOST_REQUIRE_EQUAL(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), cudaSuccess);
+  const int line = lm::tuning::entry_for(10 * major + minor);
+  const auto& l = lm::tuning::search[line < 0 ? std::size(lm::tuning::search) - 1 : static_cast<std::size_t>(line)];
+  const long long keys = l.small_hay_log2_bytes > 0 ? (1LL << l.small_hay_log2_bytes) / static_cast<long long>(bytes)
+                                                    : 0;
+  return std::max(keys, 1LL << 17);
+}
+
 template <class K>
 void check_type() {
   std::mt19937_64 g(24);
@@ -106,7 +121,11 @@ void check_type() {
           check_search<K>(static_cast<std::size_t>(n), static_cast<std::size_t>(n), descending, through_thrust, g);
         }
         check_search<K>(100003, 90001, descending, through_thrust, g);
-        check_search<K>(2000, 2000 * 64 + 5, descending, through_thrust, g);  // sparse: per-needle search
+        check_search<K>(2000, 2000 * 64 + 5, descending, through_thrust, g);  // sparse: per-needle, 4-ary (small)
+        // A haystack that is not small: the per-needle search interpolates.
+        const long long large = large_haystack(sizeof(K));
+        check_search<K>(static_cast<std::size_t>(large / 64), static_cast<std::size_t>(large), descending,
+                        through_thrust, g);
       }
     }
   }

@@ -315,10 +315,21 @@ std::vector<int> runs(const std::vector<long long>& lengths, int first, int step
 // The tuned tile (nt * vt elements) and sparse ratio of sorted search for keys
 // TA and TB on this device, from the tuning table as the backend reads it.
 struct search_tuning {
-  long long nv;         // merge-path tile
-  long long needle_nv;  // per-needle search: needles a block
-  int ratio;            // per-needle from |B| / |A| = ratio on
-  int quaternary;       // 4-ary per-needle search below |B| / |A| = quaternary
+  long long nv;          // merge-path tile
+  long long needle_nv;   // per-needle search: needles a block
+  int ratio;             // per-needle from |B| / |A| = ratio on
+  int quaternary;        // 4-ary per-needle search below |B| / |A| = quaternary
+  int small_log2_bytes;  // a haystack under 2^small_log2_bytes bytes (0: none) is small:
+  int small_ratio;       // per-needle (4-ary) from |B| / |A| = small_ratio on
+  // The ratio from which a search with a haystack of `keys` keys of `bytes`
+  // bytes each goes per needle.
+  int ratio_for(long long keys, std::size_t bytes) const {
+    const bool small = small_log2_bytes > 0 && static_cast<double>(keys) * static_cast<double>(bytes) <
+                                                   std::ldexp(1.0, small_log2_bytes);
+    return small ? small_ratio : ratio;
+  }
+  // The fewest int keys a haystack that is not small has.
+  long long large_hay() const { return small_log2_bytes > 0 ? (1LL << small_log2_bytes) / 4 : 1; }
 };
 template <class TA, class TB = TA>
 search_tuning tuned_search() {
@@ -328,7 +339,11 @@ search_tuning tuned_search() {
   const std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
   const int vt = lm::tuning::scale_vt(l.vt, 4, elem);
   return {static_cast<long long>(cb::search_table<TA, TB>::nt(l.nt, vt)) * vt,
-          static_cast<long long>(l.needle_nt) * l.needle_vt, l.sparse_ratio, l.quaternary_below};
+          static_cast<long long>(l.needle_nt) * l.needle_vt,
+          l.sparse_ratio,
+          l.quaternary_below,
+          l.small_hay_log2_bytes,
+          l.small_sparse_ratio};
 }
 
 constexpr search_type all_types[] = {search_type::none, search_type::index, search_type::match,
@@ -346,13 +361,14 @@ void for_each_combination(F&& f) {
   for_each_combination(f, std::make_index_sequence<32>{});
 }
 
-// Densities |B| / |A| to test: dense ones, both sides of the sparse ratio,
-// both sides of the switch from 4-ary to binary per-needle search, and
-// sparse ones.
+// Densities |B| / |A| to test: dense ones, both sides of the sparse ratio
+// (and of the small haystacks' ratio), both sides of the switch from 4-ary to
+// binary per-needle search, and sparse ones.
 std::vector<long long> densities(int ratio) {
-  const int quaternary = tuned_search<int>().quaternary;
-  std::vector<long long> k = {4, std::max(1, ratio - 1), ratio, std::max(1, quaternary - 1), quaternary, 64, 1000,
-                              4096};
+  const search_tuning t = tuned_search<int>();
+  const int quaternary = t.quaternary;
+  std::vector<long long> k = {4,  std::max(1, ratio - 1),        ratio, std::max(1, t.small_ratio - 1), t.small_ratio,
+                              std::max(1, quaternary - 1), quaternary, 64,  1000,                        4096};
   std::sort(k.begin(), k.end());
   k.erase(std::unique(k.begin(), k.end()), k.end());
   return k;
@@ -480,7 +496,7 @@ template <class Box>
 void check_box(std::uint64_t seed) {
   const auto policy = lm::cuda::par.with(Box{});
   const long long nv = Box::nv;
-  const long long ratio = tuned_search<int>().ratio;
+  const search_tuning t = tuned_search<int>();
   std::ostringstream os;
   os << "box " << Box::nt << "x" << Box::vt;
   const std::string box = os.str();
@@ -521,7 +537,8 @@ void check_box(std::uint64_t seed) {
   // ratio, the per-needle search (with its own tuned box) at and beyond it;
   // |A| = |B| / k and the mirror.
   const long long l = (quick() ? 8 : 200) * nv;
-  for (long long k : {std::max(1LL, ratio - 1LL), static_cast<long long>(ratio), 1000LL}) {
+  const long long ratio = t.ratio_for(l, sizeof(int));
+  for (long long k : {std::max(1LL, ratio - 1LL), ratio, 1000LL}) {
     for (spread s : {spread::few, spread::half}) {
       auto sparse_a = int_input(l / k, l, s, seed += 2);
       run_all(sparse_a);
@@ -583,8 +600,7 @@ BOOST_AUTO_TEST_CASE(empty_sides_and_needles_outside_the_haystack) {
 // `ratio` times longer; it must give the merge-path search's answers.
 BOOST_AUTO_TEST_CASE(crossover_between_merge_path_and_per_needle_search) {
   using st = search_type;
-  const int ratio = tuned_search<int>().ratio;
-  const long long l = quick() ? 1LL << 14 : 1LL << 21;
+  const search_tuning t = tuned_search<int>();
   std::uint64_t seed = 400;
   auto allocations = [&](auto call) {
     std::atomic<int> live{0}, calls{0};
@@ -593,10 +609,18 @@ BOOST_AUTO_TEST_CASE(crossover_between_merge_path_and_per_needle_search) {
     BOOST_CHECK_EQUAL(live.load(), 0);
     return calls.load();
   };
-  std::vector<long long> ks = densities(ratio);
+  // A small haystack (every density), and one just large enough not to be
+  // small, on both sides of the line's ratio.
+  std::vector<std::pair<long long, long long>> cases;  // (|long side|, k)
+  const long long small_l = std::min(quick() ? 1LL << 14 : 1LL << 21, t.large_hay() - 1);
+  std::vector<long long> ks = densities(t.ratio);
   ks.insert(ks.begin(), 1);
-  for (long long k : ks) {
-    const bool sparse = k >= ratio;
+  for (long long k : ks) cases.emplace_back(small_l, k);
+  if (!quick() && t.small_log2_bytes > 0) {
+    for (long long k : {std::max(1, t.ratio - 1), t.ratio}) cases.emplace_back(t.large_hay(), k);
+  }
+  for (auto [l, k] : cases) {
+    const bool sparse = k >= t.ratio_for(l, sizeof(int));
     for (spread s : {spread::few, spread::half}) {
       auto long_b = int_input(l / k, l, s, seed += 2);  // A short
       auto long_a = int_input(l, l / k, s, seed += 2);  // B short
@@ -871,7 +895,9 @@ void check_interpolating(search_input<T>& in, Comp comp) {
 
 BOOST_AUTO_TEST_CASE(interpolating_search_on_misleading_keys) {
   using st = search_type;
-  const long long nh = quick() ? 1LL << 15 : 1LL << 20;
+  // Haystacks that are not small (a small one is searched 4-ary), so that the
+  // one-sided searches below interpolate.
+  const long long nh = std::max(1LL << 20, tuned_search<int>().large_hay());
   std::mt19937_64 rng(1300);
   for (long long k : {64LL, 1000LL}) {
     const long long nn = nh / k;

@@ -68,6 +68,7 @@ using cb::box_interpolates_from;
 using cb::box_probes_4ary;
 using cb::launch_search;
 using cb::match_counters;
+using cb::needle_rules;
 }  // namespace cuda
 
 }  // namespace internals
