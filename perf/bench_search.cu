@@ -3,7 +3,7 @@
 // the installed CCCL has them), all in the same run.
 //
 //   libmerge_search_bench [--quick] [--tune] [--sparse] [--runs R] [--sizes L1,L2,...]
-//                         [--spin-us U] [--json FILE]
+//                         [--densities K1,K2,...] [--spin-us U] [--json FILE]
 //
 // Cases, for int32 and int64 keys, N = |A| + |B| = 2^20 ... 2^28, and three
 // densities (|A| = |B|, |A| = |B|/64, |A| = |B|/4096):
@@ -62,8 +62,8 @@
 // per-needle search with binary (bounds_in_lockstep), 4-ary
 // (bounds_in_lockstep_4) and interpolating (interpolation_bound, from 4 to 32
 // needle spacings) probes against Thrust and the dense path, |B| = 2^26 and
-// 2^28 (or --sizes), |A| = |B|/4 .. /4096, int32; int64 and int32 keys in
-// steps (runs of about 2048 equal keys) at /64 and /4096.
+// 2^28 (or --sizes), |A| = |B|/4 .. /4096 (or --densities), int32; int64 and
+// int32 keys in steps (runs of about 2048 equal keys) at /64 and /4096.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -115,6 +115,7 @@ struct options {
   int runs = 0;  // 0: 25, or 7 with --quick
   int spin_us = 200;
   std::vector<int> sizes;  // log2 N; empty: the mode's
+  std::vector<long long> densities;  // --sparse's |B| / |A|; empty: 4, 8, 16, 64, 256, 4096
   std::string json = "libmerge_search_bench.json";
 };
 
@@ -909,6 +910,18 @@ void write_json(const std::string& path, const std::string& device, double copy_
   f << "  ]\n}\n";
 }
 
+std::vector<long long> parse_densities(const std::string& s) {
+  std::vector<long long> v;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const long long k = std::atoll(item.c_str());
+    if (k < 1 || k > (1LL << 20)) throw std::invalid_argument("--densities: |B| / |A| must be in [1, 2^20]");
+    v.push_back(k);
+  }
+  return v;
+}
+
 std::vector<int> parse_sizes(const std::string& s) {
   std::vector<int> v;
   std::stringstream in(s);
@@ -933,6 +946,7 @@ int main(int argc, char** argv) {
       else if (a == "--sparse") opt.sparse = true;
       else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
       else if (a == "--sizes" && i + 1 < argc) opt.sizes = parse_sizes(argv[++i]);
+      else if (a == "--densities" && i + 1 < argc) opt.densities = parse_densities(argv[++i]);
       else if (a == "--spin-us" && i + 1 < argc) opt.spin_us = std::atoi(argv[++i]);
       else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
       else throw std::invalid_argument("unknown argument " + a);
@@ -940,7 +954,7 @@ int main(int argc, char** argv) {
     if (opt.runs < 0 || opt.spin_us < 0) throw std::invalid_argument("--runs and --spin-us must not be negative");
   } catch (const std::exception& e) {
     std::fprintf(stderr,
-                 "%s\nusage: libmerge_search_bench [--quick] [--tune] [--sparse] [--runs R] [--sizes L1,L2,...] [--spin-us U] "
+                 "%s\nusage: libmerge_search_bench [--quick] [--tune] [--sparse] [--runs R] [--sizes L1,L2,...] [--densities K1,...] [--spin-us U] "
                  "[--json FILE]\n",
                  e.what());
     return 2;
@@ -1006,7 +1020,7 @@ int main(int argc, char** argv) {
       // uniform keys of every row, then int64 keys and keys in runs of about
       // 2048 equal ones ("steps", where interpolation guesses worst).
       for (int lg : opt.sizes.empty() ? std::vector<int>{26, 28} : opt.sizes) {
-        for (long long k : {4LL, 8LL, 16LL, 64LL, 256LL, 4096LL}) {
+        for (long long k : opt.densities.empty() ? std::vector<long long>{4, 8, 16, 64, 256, 4096} : opt.densities) {
           guarded([&] {
             std::fprintf(stderr, "sparse: |B|=2^%d k=%lld\n", lg, k);
             dataset<std::int32_t> d(bn, (1LL << lg) / k, 1LL << lg, 9500 + lg + static_cast<std::uint64_t>(k));
