@@ -9,8 +9,9 @@
 // static shared memory the block needed more than 48 KB. Each call here is
 // checked against std::lower_bound / std::upper_bound on the host: one
 // element, tile boundaries, dense and sparse needles (the per-needle search,
-// 4-ary in a small haystack, with interpolation in a large one), lm::less and thrust::greater, lower and upper bounds,
-// index, match and equality counts.
+// 4-ary in a small haystack, with interpolation in a large one), lm::less
+// and thrust::greater, lower and upper bounds, index, match and equality
+// counts.
 #define BOOST_TEST_MODULE cuda_key_types
 #include <boost/test/included/unit_test.hpp>
 

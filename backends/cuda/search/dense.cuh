@@ -262,7 +262,9 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
       merge_walk<Box::vt, Full>(
           a, a_end, b, b_end, diag_end - diag, [&](int k) { return as[k < na ? k : -1]; },
           [&](int k) { return bs[k < b_valid ? k : 0]; },
-          [&](int, int, const TA& a_key, const TB& b_key) { return !comp(b_key, a_key); },
+          [&](int, int, const TA& a_key, const TB& b_key) {
+            return a_goes_first<bounds::lower>(a_key, b_key, comp);
+          },
           [&](int, bool from_a, int a_at, int b_at, const TA& a_key, const TB& b_key) {
             if (from_a) {
               if constexpr (a_writes_any) {
