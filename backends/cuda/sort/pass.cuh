@@ -17,11 +17,17 @@ namespace libmerge::detail::cuda_backend {
 // quarters of a full SM (about 40 registers; a full SM was no faster: 0.837
 // against 0.829 ms at 2^24 int32 keys), other 4-way passes and 16-byte
 // elements (whose keys take four registers each: 256x5 spilled at 40) for at
-// least 1024 threads (64). Larger elements get no limit.
+// least 1024 threads (64), and those 4-way passes with more than 19 values a
+// thread for 512 (128): at 64 registers, the 4-way kernels of int32 keys with
+// int64 values at 256x21, 256x23 and 128x23 merged their last, partial tile
+// out of order (nvcc 13.0, sm_90, H200; sort_launch_boxes), at 128 they
+// merge it right, and at 256x17 and 256x19 both do (the cause, in our code or
+// in ptxas, is not found). Larger elements get no limit.
 template <class Box, int Ways, std::size_t KeyBytes, std::size_t ElementBytes>
 inline constexpr int pass_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
-  const int threads = Ways == 4 ? (ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads : 1024)
+  const int other_four_way = Box::vt > 19 ? 512 : 1024;
+  const int threads = Ways == 4 ? (ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads : other_four_way)
                                 : (ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024);
   const int ctas = threads / Box::nt;
   const int cap = sm_here.ctas;
