@@ -200,8 +200,23 @@ struct sort_case {
       cuda_check(cudaMemcpyAsync(v(), thrust::raw_pointer_cast(vinput.data()), n * sizeof(VV), cudaMemcpyDeviceToDevice, ctx.stream), "copy");
     }
   }
+  // int_less keeps Thrust on its merge sort and is CUB's comparator; lm is
+  // called as its users call it, with its default comparator (lm::less),
+  // except in run_lm_with_comp.
   template <class Policy>
   void run_lm(const Policy& p) {
+    if constexpr (std::is_same_v<Comp, int_less>) {
+      if constexpr (pairs) {
+        lm::merge_sort_by_key(p, k(), k() + n, v());
+      } else {
+        lm::merge_sort(p, k(), k() + n);
+      }
+    } else {
+      run_lm_with_comp(p);
+    }
+  }
+  template <class Policy>
+  void run_lm_with_comp(const Policy& p) {
     if constexpr (pairs) {
       lm::merge_sort_by_key(p, k(), k() + n, v(), comp);
     } else {
@@ -270,6 +285,11 @@ struct sort_case {
     record("lm", ctx.timer->median_ms(su, [&] { run_lm(lm::cuda::par.on(ctx.stream)); }));
     record("lm, caching allocator",
            ctx.timer->median_ms(su, [&] { run_lm(lm::cuda::par.on(ctx.stream).with_allocator(ctx.temp)); }));
+    if (std::is_same_v<Comp, int_less> && s == shape::random) {
+      // The same keys under a comparator of the caller's own (int_less):
+      // the tuning table's passes for any comparator (launch_box.hpp).
+      record("lm, custom comparator", ctx.timer->median_ms(su, [&] { run_lm_with_comp(lm::cuda::par.on(ctx.stream)); }));
+    }
     record("cub::DeviceMergeSort", ctx.timer->median_ms(su, [&] { run_cub(); }));
     record("thrust::sort", ctx.timer->median_ms(su, [&] { run_thrust(); }));
     if (radix && std::is_integral_v<K>) record("cub::DeviceRadixSort", ctx.timer->median_ms(su, [&] { run_radix(); }));
@@ -292,6 +312,30 @@ struct sort_case {
     (one(Boxes{}), ...);
   }
 };
+
+// Strings by index: offsets of random strings (4 to 15 of 8 letters) in one
+// character buffer.
+struct string_input {
+  thrust::device_vector<char> chars;
+  thrust::device_vector<std::uint32_t> offsets;
+};
+string_input make_strings(long long n) {
+  std::vector<char> chars;
+  std::vector<std::uint32_t> offsets(n);
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (long long i = 0; i < n; ++i) {
+    offsets[i] = static_cast<std::uint32_t>(chars.size());
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const int len = 4 + static_cast<int>((x >> 60) % 12);
+    for (int c = 0; c < len; ++c) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      chars.push_back(static_cast<char>('a' + (x >> 59) % 8));
+    }
+    chars.push_back('\0');
+  }
+  return {thrust::device_vector<char>(chars.begin(), chars.end()),
+          thrust::device_vector<std::uint32_t>(offsets.begin(), offsets.end())};
+}
 
 template <class K>
 thrust::device_vector<K> make_keys(long long n, shape s, std::uint64_t seed) {
@@ -529,17 +573,35 @@ int main(int argc, char** argv) {
         using lm::launch_box;
         using lm::launch_boxes;
         sort_case<std::int32_t, void, int_less> k(ctx, "int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 1));
-        // The tuned boxes (512x33 / 256x17: 14 levels at 2^28) with 2-way and
-        // 4-way passes (7 at 2^28; the tuned line takes 4 from 2^26 on).
-        k.tune(launch_boxes<launch_box<512, 33>, launch_box<256, 17>>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 17>, 4>{},
-               launch_boxes<launch_box<512, 33>, launch_box<256, 15>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<128, 17>, 4>{},
-               launch_boxes<launch_box<512, 33>, launch_box<512, 15>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<512, 17>, 4>{},
-               launch_boxes<launch_box<512, 33>, launch_box<1024, 17>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 19>, 4>{},
-               launch_boxes<launch_box<512, 33>, launch_box<256, 21>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 23>, 4>{});
+        // The block sort's tuned box (512x33: 14 levels at 2^28), 2-way passes
+        // and 4-way passes of several boxes (7 at 2^28; an odd level count
+        // ends in one 2-way pass).
+        k.tune(launch_boxes<launch_box<512, 33>, launch_box<256, 17>>{}, launch_boxes<launch_box<512, 33>, launch_box<128, 15>, 4>{},
+               launch_boxes<launch_box<512, 33>, launch_box<128, 17>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<128, 19>, 4>{},
+               launch_boxes<launch_box<512, 33>, launch_box<128, 23>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 15>, 4>{},
+               launch_boxes<launch_box<512, 33>, launch_box<256, 17>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 19>, 4>{},
+               launch_boxes<launch_box<512, 33>, launch_box<256, 23>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<512, 17>, 4>{});
         sort_case<std::int32_t, std::int32_t, int_less> p(ctx, "int32/int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 2));
-        p.tune(launch_boxes<launch_box<1024, 17>, launch_box<256, 9>>{}, launch_boxes<launch_box<1024, 17>, launch_box<256, 9>, 4>{},
-               launch_boxes<launch_box<1024, 17>, launch_box<128, 9>, 4>{}, launch_boxes<launch_box<1024, 17>, launch_box<512, 9>, 4>{},
-               launch_boxes<launch_box<1024, 17>, launch_box<1024, 9>, 4>{});
+        p.tune(launch_boxes<launch_box<1024, 17>, launch_box<256, 9>>{}, launch_boxes<launch_box<1024, 17>, launch_box<128, 9>, 4>{},
+               launch_boxes<launch_box<1024, 17>, launch_box<128, 11>, 4>{}, launch_boxes<launch_box<1024, 17>, launch_box<256, 9>, 4>{},
+               launch_boxes<launch_box<1024, 17>, launch_box<512, 9>, 4>{});
+        if (lg >= 26) {  // the large sorts' boxes, random and sorted keys (a pass with nothing to merge
+                         // still launches a CTA a tile)
+          for (shape sh : {shape::random, shape::sorted}) {
+            sort_case<std::int32_t, void, int_less> q(ctx, "int32", sh, n, int_less{}, make_keys<std::int32_t>(n, sh, 5));
+            q.tune(launch_boxes<launch_box<512, 33>, launch_box<256, 23>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<512, 17>, 4>{},
+                   launch_boxes<launch_box<512, 33>, launch_box<512, 23>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<512, 21>, 4>{},
+                   launch_boxes<launch_box<512, 33>, launch_box<384, 23>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<256, 25>, 4>{});
+          }
+        }
+        if (lg == 20 || lg == 24) {  // a costly comparator: each key a string
+          const string_input in = make_strings(n);
+          sort_case<std::uint32_t, void, string_less> st(ctx, "strings", shape::random, n,
+                                                         string_less{thrust::raw_pointer_cast(in.chars.data())},
+                                                         in.offsets);
+          st.tune(launch_boxes<launch_box<512, 33>, launch_box<256, 17>>{}, launch_boxes<launch_box<512, 33>, launch_box<128, 17>>{},
+                  launch_boxes<launch_box<512, 33>, launch_box<256, 17>, 4>{}, launch_boxes<launch_box<512, 33>, launch_box<128, 17>, 4>{});
+        }
         continue;
       }
       const shape shapes[] = {shape::random, shape::sorted, shape::reversed, shape::runs16, shape::nearly};
@@ -551,24 +613,9 @@ int main(int argc, char** argv) {
       sort_case<std::int64_t, void, int_less>(ctx, "int64", shape::random, n, int_less{}, make_keys<std::int64_t>(n, shape::random, 3)).time_all(true);
       sort_case<record, void, record_less>(ctx, "record16", shape::random, n, record_less{}, make_keys<record>(n, shape::random, 4)).time_all(false);
       if (lg == 20 || lg == 24) {
-        // Strings by index: offsets of random strings in one character buffer.
-        std::vector<char> chars;
-        std::vector<std::uint32_t> offsets(n);
-        std::uint64_t x = 0x9E3779B97F4A7C15ull;
-        for (long long i = 0; i < n; ++i) {
-          offsets[i] = static_cast<std::uint32_t>(chars.size());
-          x = x * 6364136223846793005ull + 1442695040888963407ull;
-          const int len = 4 + static_cast<int>((x >> 60) % 12);
-          for (int c = 0; c < len; ++c) {
-            x = x * 6364136223846793005ull + 1442695040888963407ull;
-            chars.push_back(static_cast<char>('a' + (x >> 59) % 8));
-          }
-          chars.push_back('\0');
-        }
-        thrust::device_vector<char> dchars(chars.begin(), chars.end());
-        thrust::device_vector<std::uint32_t> doff(offsets.begin(), offsets.end());
+        const string_input in = make_strings(n);
         sort_case<std::uint32_t, void, string_less>(ctx, "strings", shape::random, n,
-                                                    string_less{thrust::raw_pointer_cast(dchars.data())}, doff)
+                                                    string_less{thrust::raw_pointer_cast(in.chars.data())}, in.offsets)
             .time_all(false);
       }
     }

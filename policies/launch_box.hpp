@@ -93,16 +93,21 @@ struct merge_line {
 // merge_sort: a block-sort stage (cub::BlockMergeSort over tiles of
 // bs_nt * bs_vt keys; bs_nt a power of two) and merge passes (tiles of
 // nt * vt outputs). `ways` sorted runs are merged per pass: 2, or 4 (with one
-// 2-way pass where the level count is odd) for inputs of 2^four_way_log2 keys
-// or more, 2^four_way_log2_pairs with values; keys of 8 bytes or more always
-// take 2. Values per thread count 4-byte keys (vt_keys) or pairs of 4-byte
+// 2-way pass last where the level count is odd) for inputs of 2^four_way_log2 keys
+// or more, 2^four_way_log2_pairs with values; keys that are numbers under
+// their natural order (lm::less, lm::greater, Thrust's less and greater),
+// whose comparison is one instruction, from 2^numbers_four_way_log2 (keys)
+// and 2^numbers_four_way_log2_pairs: a 4-way pass spends more comparisons a
+// key than the two 2-way passes it replaces save in bytes when a comparison
+// reads memory of its own. Keys of 8 bytes or more always take 2. Values per thread count 4-byte keys (vt_keys) or pairs of 4-byte
 // keys and values (vt_pairs) and scale with scale_vt. Keys of 8 bytes or more
 // (no values) have boxes of their own: wide_nt threads in both stages, per
 // thread bs_vt_wide and vt_wide 8-byte keys, scaled for larger ones. Sorts of
 // 2^large_log2_keys keys or more (2^large_log2_pairs with values; 0: none)
-// merge in tiles of large_nt threads, same vt: every pass tile costs one
-// search in the pass's partition, whose time grows with the tile count at
-// the largest sizes. Sorts of fewer than 2^small_log2_keys keys
+// merge in tiles of large_nt threads, large_vt_keys / large_vt_pairs values
+// a thread (scaled like vt_keys / vt_pairs): every pass tile costs a search
+// in the pass's partition and a tile's fixed work, which larger tiles spread
+// over more keys at the largest sizes. Sorts of fewer than 2^small_log2_keys keys
 // (2^small_log2_pairs with values; 0: none) of elements up to 8 bytes run
 // in one cooperative kernel of small_nt-thread CTAs, vt small_vt_keys /
 // small_vt_pairs (scaled), registers for small_ctas_keys / small_ctas_pairs
@@ -121,8 +126,8 @@ struct merge_line {
 // at 4 CTAs an SM; sm_90 below 2^19: 2^16 0.076 ms against CUB's 0.078 and
 // 0.091 for separate kernels, 2^18 0.109 against 0.128 and 0.168; at 2^20
 // separate kernels win, 0.296 against 0.327).
-// sm_90 was tuned on an H100 (docs/cuda-merge-sort.md); the other lines are
-// untuned copies.
+// sm_90 was tuned on an H100 and its passes retuned on an H200
+// (docs/cuda-merge-sort.md); the other lines are untuned copies.
 struct merge_sort_line {
   int arch;
   int bs_nt_keys;
@@ -135,10 +140,14 @@ struct merge_sort_line {
   int ways;
   int four_way_log2;
   int four_way_log2_pairs;
+  int numbers_four_way_log2;
+  int numbers_four_way_log2_pairs;
   int wide_nt;
   int bs_vt_wide;
   int vt_wide;
   int large_nt;
+  int large_vt_keys;
+  int large_vt_pairs;
   int large_log2_keys;
   int large_log2_pairs;
   int small_nt;
@@ -154,21 +163,23 @@ struct merge_sort_line {
 
 // sm_90, measured on an H100 at 2^16 to 2^28 (docs/cuda-merge-sort.md):
 // block-sort tiles past 16384 keys (512x33 for keys, 1024x17 for pairs) make
-// 14 levels at 2^28 instead of 16, and 256-thread passes after them were the
-// best of the boxes tried (int32 keys 13.75 ms against 15.60 ms at
-// 512x15 / 512x15; pairs 28.07 against 29.13 ms at 256x17 / 512x9). 4-way
-// passes (7 at 2^28) from 2^26 keys and 2^24 pairs on: 12.96 and 25.08 ms at
-// 2^28; below, 2-way passes win (keys at 2^25: 1.60 against 1.70 ms), and
-// for pairs at 2^24 4-way ones already do (1.49 against 1.55 ms). Since the
-// 4-way pass kernel fills the SM (pass_ctas_per_sm), larger tiles pay at the
-// largest sizes, where each tile's search in the partition costs most:
-// pairs from 2^26 pass in 512x9 tiles (4.86 against 4.95 ms at 2^26, 20.60
-// against 23.40 at 2^28; 256x9 stays ahead at 2^25, 2.59 against 2.64),
-// keys at 2^28 in 512x17 (11.30 against 11.64 ms; 512x19 11.26, 384x17
-// 11.39, 1024x17 11.80), not at 2^27 (5.68 against 5.63). Wide keys:
-// 256x19 / 256x11 for int64 (1.17x CUB at 2^28, against 1.05x with the
-// 4-byte line scaled to 512x7), which scales to 256x9 / 256x5 for 16-byte
-// keys (1.45x, against 1.14x at 512x3).
+// 14 levels at 2^28 instead of 16. Passes retuned on an H200 (2026-11-28,
+// int32, lm::less) once 4-way passes partitioned on run samples and an odd
+// level count made its 2-way pass last: 4-way passes of 128x17 tiles from
+// 2^23 keys (2^23 0.406 ms against 0.441 for 2-way 256x17; 2^24 0.703
+// against 0.761; 2^25 1.283 against 1.429; 2^26 2.470, 2^27 4.968), 512x23
+// at 2^28 (9.85 ms against 10.32 for the 512x17 tiles before; 256x23 9.77,
+// but already sorted input 0.745 against 0.544 for 512x23: a pass with
+// nothing to merge still launches a CTA a tile; at 2^26 512x23 lost to
+// 128x17, about 2.52 against 2.47 ms);
+// pairs in 128x9 4-way tiles from 2^22 (2^22 0.333 against 0.372 for 2-way
+// 256x9; 2^26 4.21 against 4.43 for 512x9, 2^28 17.48 against 18.17).
+// Comparators other than the natural order of numbers keep 4-way passes from
+// 2^26 keys and 2^24 pairs: strings by index at 2^24 sort in 26.2 ms with
+// 2-way 128x17 passes, 29.5 with 4-way ones. Wide keys: 256x19 / 256x11 for
+// int64 (1.17x CUB at 2^28 on an H100, against 1.05x with the 4-byte line
+// scaled to 512x7), which scales to 256x9 / 256x5 for 16-byte keys (1.45x,
+// against 1.14x at 512x3).
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and
 // haystack elements (vt counts 4-byte keys, scaled by scale_vt for the larger
@@ -251,18 +262,22 @@ constexpr architecture sm_90() {
   s.bs_vt_keys = 33;
   s.bs_nt_pairs = 1024;
   s.bs_vt_pairs = 17;
-  s.nt = 256;
+  s.nt = 128;
   s.vt_keys = 17;
   s.vt_pairs = 9;
   s.ways = 4;
   s.four_way_log2 = 26;
   s.four_way_log2_pairs = 24;
+  s.numbers_four_way_log2 = 23;
+  s.numbers_four_way_log2_pairs = 22;
   s.wide_nt = 256;
   s.bs_vt_wide = 19;
   s.vt_wide = 11;
   s.large_nt = 512;
+  s.large_vt_keys = 23;
+  s.large_vt_pairs = 9;
   s.large_log2_keys = 28;
-  s.large_log2_pairs = 26;
+  s.large_log2_pairs = 0;
   s.small_nt = 256;
   s.small_vt_keys = 17;
   s.small_vt_pairs = 11;
@@ -305,10 +320,14 @@ constexpr architecture before_sm_80() {
   s.ways = 2;
   s.four_way_log2 = 0;
   s.four_way_log2_pairs = 0;
+  s.numbers_four_way_log2 = 0;
+  s.numbers_four_way_log2_pairs = 0;
   s.wide_nt = 256;
   s.bs_vt_wide = 11;
   s.vt_wide = 7;
   s.large_nt = 256;
+  s.large_vt_keys = 11;
+  s.large_vt_pairs = 7;
   s.large_log2_keys = 0;
   s.large_log2_pairs = 0;
   s.small_nt = 256;

@@ -138,17 +138,16 @@ void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, i
                    cudaStream_t stream, const device_info& dev, const char* algorithm) {
   constexpr std::size_t pass_smem = merge_layout<K, V, WithValues, Box::nv>::bytes;
   const sort_buffers<K, char> key_buf{m.buf.keys0, m.buf.keys1, nullptr, nullptr};
-  // Each 4-way pass samples its output for the next pass's partition (the
-  // last one has none to feed); the first pass's samples come from the
-  // block sort or the sortedness read. A 2-way pass writes none (the sample
-  // code made the 2-way kernels of int64 keys spill), and a pass skipped on
-  // the device leaves the samples of the data it did not move: so after a
-  // 2-way first pass (an odd level count) no pass partitions on samples,
-  // or a 4-way pass after a skipped one would read the block sort's.
+  // Each 4-way pass samples its output for the next 4-way pass's partition;
+  // the first pass's samples come from the block sort or the sortedness
+  // read. A 2-way pass writes none (the sample code made the 2-way kernels
+  // of int64 keys spill) and needs none: plan_passes puts it last. A pass
+  // skipped on the device leaves the samples of the data it did not move.
   const bool sampled = s.num_passes > 0 && s.passes[0].ways == 4;
   for (int p = 0; p < s.num_passes; ++p) {
     const pass_plan& pass = s.passes[static_cast<std::size_t>(p)];
-    K* next_samples = sampled && p + 1 < s.num_passes ? m.run_samples : nullptr;
+    const bool next_four = p + 1 < s.num_passes && s.passes[static_cast<std::size_t>(p) + 1].ways == 4;
+    K* next_samples = sampled && next_four ? m.run_samples : nullptr;
     const K* my_samples = sampled ? m.run_samples : nullptr;
     const index_t part_blocks = (pass.launch_tiles + partition_tiles - 1) / partition_tiles;
     if (pass.ways == 2) {
@@ -238,7 +237,9 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
 // The boxes of this call: the policy's (one for both stages, or two, and
 // then always separate kernels), else the tuning table's line for the
 // architecture the block sort was compiled for, with the large sorts' pass
-// box from its size on and its one-kernel class.
+// box from its size on, its one-kernel class, and the size from which its
+// passes are 4-way: the line's for keys that are numbers under their natural
+// order (orders_numbers_v), else its size for any comparator.
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp, class F>
 void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F&& f) {
   using Box = typename Policy::box_type;
@@ -248,13 +249,16 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
                             [](auto bs_box, auto...) {
                               return block_sort_kernel<decltype(bs_box), K, V, WithValues, Indices, ValsIn, Comp>;
                             },
-                            [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto large_box, auto large_log2,
-                                auto one_kernel) {
+                            [&](auto bs_box, auto box, auto ways, auto any_four_way_log2, auto large_box,
+                                auto large_log2, auto one_kernel, auto numbers_four_way_log2) {
+                              using four_way_log2 =
+                                  std::conditional_t<orders_numbers_v<Comp, K>, decltype(numbers_four_way_log2),
+                                                     decltype(any_four_way_log2)>;
                               constexpr int from = decltype(large_log2)::value;
                               if constexpr (from > 0) {
-                                if (n >= (index_t(1) << from)) return f(bs_box, large_box, ways, four_way_log2, one_kernel);
+                                if (n >= (index_t(1) << from)) return f(bs_box, large_box, ways, four_way_log2{}, one_kernel);
                               }
-                              f(bs_box, box, ways, four_way_log2, one_kernel);
+                              f(bs_box, box, ways, four_way_log2{}, one_kernel);
                             });
   } else if constexpr (std::is_same_v<Box, typename merge_box_of<Box>::type>) {
     f(Box{}, Box{}, std::integral_constant<int, 2>{}, std::integral_constant<int, 0>{}, no_one_kernel{});

@@ -144,8 +144,8 @@ const distribution every_distribution[] = {distribution::random, distribution::s
                                            distribution::all_equal, distribution::few_distinct};
 
 // Sizes at the boundaries of a block-sort tile of t keys and merge tiles of
-// nv: partial tiles, one-past, and every pass kind (2-way first when the
-// level count is odd, 4-way, a partial last group).
+// nv: partial tiles, one-past, and every pass kind (4-way, a 2-way last pass
+// when the level count is odd, a partial last group).
 std::vector<long long> boundary_sizes(long long t, long long nv) {
   std::vector<long long> s = {2, 3, t - 1, t, t + 1, 2 * t - 1, 2 * t + 1, 3 * t + 7, 4 * t - 1, 4 * t, 4 * t + 1};
   if (!quick()) {
@@ -224,19 +224,56 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
                       "boxes 32x1 32x2", 202);
   sweep<record>(lm::cuda::par.with(lm::launch_box<256, 4>{}, lm::launch_box<64, 9>{}), 256 * 4, 64 * 9, record_less(),
                 "record boxes 256x4 64x9", 203);
-  // The tuned boxes of the largest sorts (by key from 2^26: 1024x17 block
-  // sort, 512x9 4-way passes; keys from 2^28: 512x33, 512x17), at sizes the
-  // tests can afford; sweep sorts keys, by key and indices.
-  using large_pairs = lm::launch_boxes<lm::launch_box<1024, 17>, lm::launch_box<512, 9>, 4>;
-  sweep<std::int32_t>(lm::cuda::par.with(large_pairs{}), 1024 * 17, 512 * 9, lm::less<>(), "boxes 1024x17 512x9 4-way",
-                      206);
-  // The tuned boxes of int32 keys below 2^26 (separate kernels; tuned calls
-  // that small take the one-kernel class).
-  using mid_keys = lm::launch_boxes<lm::launch_box<512, 33>, lm::launch_box<256, 17>, 2>;
-  sweep<std::int32_t>(lm::cuda::par.with(mid_keys{}), 512 * 33, 256 * 17, lm::less<>(), "boxes 512x33 256x17", 208);
-  using large_keys = lm::launch_boxes<lm::launch_box<512, 33>, lm::launch_box<512, 17>, 4>;
-  sweep<std::int32_t>(lm::cuda::par.with(large_keys{}), 512 * 33, 512 * 17, lm::less<>(), "boxes 512x33 512x17 4-way",
-                      207);
+  // The sm_90 line's boxes of separate kernels, read from the table, at
+  // sizes the tests can afford (tuned calls that small take the one-kernel
+  // class): the block sort's, then the passes' with 4 ways and with 2 (the
+  // passes of comparators other than the natural order of numbers, below
+  // their 4-way size), and the large sorts' passes. sweep sorts keys, by key
+  // and indices.
+  namespace cb = internals::cuda;
+  using key_line = decltype(cb::merge_sort_table<std::int32_t, void>::template boxes<sm90_line>());
+  using pair_line = decltype(cb::merge_sort_table<std::int32_t, std::int32_t>::template boxes<sm90_line>());
+  using kbs = std::tuple_element_t<0, key_line>;
+  using kmid = std::tuple_element_t<1, key_line>;
+  using klarge = std::tuple_element_t<4, key_line>;
+  using pbs = std::tuple_element_t<0, pair_line>;
+  using pmid = std::tuple_element_t<1, pair_line>;
+  sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<pbs, pmid, 4>{}), pbs::nv, pmid::nv, lm::less<>(),
+                      "tuned pairs' boxes, 4-way", 206);
+  sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<kbs, kmid, 2>{}), kbs::nv, kmid::nv, lm::less<>(),
+                      "tuned keys' boxes, 2-way", 208);
+  sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<kbs, kmid, 4>{}), kbs::nv, kmid::nv, lm::less<>(),
+                      "tuned keys' boxes, 4-way", 210);
+  sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<kbs, klarge, 4>{}), kbs::nv, klarge::nv, lm::less<>(),
+                      "tuned large keys' boxes, 4-way", 207);
+}
+
+// A comparator of the caller's own that orders int32 keys as lm::less does:
+// the tuned line gives it 2-way passes where lm::less gets 4-way ones.
+struct own_less {
+  LIBMERGE_HOST_DEVICE bool operator()(std::int32_t a, std::int32_t b) const { return a < b; }
+};
+
+// Tuned calls of the separate kernels' sizes under lm::less (4-way passes
+// from 2^numbers_four_way_log2 keys) and a comparator of the caller's own
+// (2-way passes there): both sort alike. 2^23 + 5 keys are 9 levels over the
+// tuned block sort (4-way passes, then one 2-way pass), 2^24 + 3 ten.
+BOOST_AUTO_TEST_CASE(sort_tuned_by_comparator) {
+  const auto& line = lm::tuning::merge_sort[sm90_line];
+  static_assert(lm::tuning::merge_sort[sm90_line].numbers_four_way_log2 <
+                    lm::tuning::merge_sort[sm90_line].four_way_log2,
+                "numbers take 4-way passes from a smaller size");
+  std::vector<long long> sizes = {(1LL << line.numbers_four_way_log2) + 5};
+  if (!quick()) sizes.push_back((1LL << (line.numbers_four_way_log2 + 1)) + 3);
+  for (long long n : sizes) {
+    for (distribution d : {distribution::random, distribution::few_distinct}) {
+      if (!in_shard()) continue;
+      const auto keys = make_input<std::int32_t>(n, d, shape::generic, 300 + n, lm::less<>());
+      const std::string what = "n=" + std::to_string(n) + " " + name(d);
+      check_sorts(lm::cuda::par, keys, lm::less<>(), what + " lm::less");
+      check_sorts(lm::cuda::par, keys, own_less{}, what + " own_less");
+    }
+  }
 }
 
 // The one-kernel size class (one cooperative kernel for small sorts: keys
@@ -353,13 +390,16 @@ BOOST_AUTO_TEST_CASE(sort_aligned_sorted_runs) {
 // block sort has work): the pass merging runs of S (G = 4 S) finds every
 // group in order, the next has work. With
 // the 64x3 / 64x5 4-way boxes, n = 12288 is 6 levels over 192-key tiles
-// (4-way passes only; S = 192 skips the first), n = 6144 is 5 (a 2-way
-// first pass, then a 4-way pass of width 384, skipped, then one with work:
-// the block sort's samples no longer describe the data there).
+// (4-way passes only; S = 192 skips the first), n = 6144 is 5 (4-way passes
+// of width 192 and 768, then a 2-way pass of width 3072): S = 192 skips the
+// first 4-way pass, S = 768 the second, before the 2-way pass (which reads
+// no samples), and 6144 * 4 + 7 keys (8 levels, a partial last group) skip
+// the second of four 4-way passes.
 BOOST_AUTO_TEST_CASE(sort_after_a_skipped_pass) {
   for (const auto& [n, sub, group] : {std::tuple<long long, long long, long long>{12288, 192, 768},
-                                      std::tuple<long long, long long, long long>{6144, 384, 1536},
-                                      std::tuple<long long, long long, long long>{6144 * 4 + 7, 384, 1536}}) {
+                                      std::tuple<long long, long long, long long>{6144, 192, 768},
+                                      std::tuple<long long, long long, long long>{6144, 768, 3072},
+                                      std::tuple<long long, long long, long long>{6144 * 4 + 7, 768, 3072}}) {
     // Sub-block j of every group lies in band j, the groups' keys
     // interleaved there, so that the later passes' runs overlap everywhere
     // (runs of disjoint ranges would make any cut a right one).
@@ -617,7 +657,13 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
     cuda_test::check_no_local_memory(cb::block_sort_kernel<bs, K, V, pairs, false, V*, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_kernel<mb, 4, K, V, pairs, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_kernel<mb, 2, K, V, pairs, lm::less<>>, what);
-    cuda_test::check_no_local_memory(cb::pass_kernel<large, 4, K, V, pairs, lm::less<>>, what);
+    // (The large sorts' 4-way passes of 4-byte keys, 512x23, spill at their
+    // 32 registers (104 bytes at 256x23) and are faster than 17 keys a
+    // thread that do not: 2^28 int32 keys 9.85 ms against 10.32 for 512x17,
+    // on an H200.)
+    if constexpr (pairs || sizeof(K) != 4) {
+      cuda_test::check_no_local_memory(cb::pass_kernel<large, 4, K, V, pairs, lm::less<>>, what);
+    }
     cuda_test::check_no_local_memory(cb::pass_kernel<large, 2, K, V, pairs, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_partition_kernel<4, K, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_partition_kernel<2, K, lm::less<>>, what);

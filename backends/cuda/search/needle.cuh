@@ -3,6 +3,7 @@
 // binary, 4-ary or interpolation probes (needle_search_kernel).
 #pragma once
 
+#include "../launch.cuh"
 #include "dense.cuh"
 
 namespace libmerge::detail::cuda_backend {
@@ -11,23 +12,8 @@ namespace libmerge::detail::cuda_backend {
 // the engine's: backends/engine/bounds.hpp.)
 
 // Interpolation needs keys that are numbers and a comparator that orders them
-// as numbers (or in reverse): then where x falls between two keys of the
-// haystack says roughly where its bound is. (Thrust's less and greater are
-// cuda::std's.)
-template <class Comp>
-struct numeric_order : std::false_type {};
-template <class T>
-struct numeric_order<libmerge::less<T>> : std::true_type {};
-template <class T>
-struct numeric_order<libmerge::greater<T>> : std::true_type {};
-template <class T>
-struct numeric_order<::cuda::std::less<T>> : std::true_type {};
-template <class T>
-struct numeric_order<::cuda::std::greater<T>> : std::true_type {};
-
-template <class T>
-inline constexpr bool is_number_v = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
-
+// as numbers (or in reverse, numeric_order in launch.cuh): then where x falls
+// between two keys of the haystack says roughly where its bound is.
 template <class Comp, class Needle, class Hay>
 inline constexpr bool interpolable_v = numeric_order<Comp>::value && is_number_v<Needle> && is_number_v<Hay>;
 

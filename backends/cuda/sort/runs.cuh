@@ -81,7 +81,9 @@ sort_outline outline_sort(const device_info& dev, index_t n, bool two_runs, cons
 // the NCCL backend: early_round). (2^27 int32 keys a rank: the two-run sort
 // makes six 4-way passes, a second run of 2^26 - 4 M keys alone twelve
 // 2-way ones, below the 4-way passes' size: the early round took 1.2 ms
-// more local sort on 2 H100s than it saved.)
+// more local sort on 2 H100s than it saved. Since 2026-11-28 int32 keys
+// under lm::less take 4-way passes from 2^23, so that second run makes six
+// too and 2^27 keys a rank take the early round: not measured on 2 GPUs.)
 template <class Policy, class K, class V, bool WithValues, class Comp>
 index_t two_run_width(const device_info& dev, index_t n, const char* algorithm) {
   if constexpr (sizeof(K) + (WithValues ? sizeof(V) : 0) > max_element_bytes) {
