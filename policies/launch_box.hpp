@@ -99,8 +99,9 @@ struct merge_line {
 // whose comparison is one instruction, from 2^numbers_four_way_log2 (keys)
 // and 2^numbers_four_way_log2_pairs: a 4-way pass spends more comparisons a
 // key than the two 2-way passes it replaces save in bytes when a comparison
-// reads memory of its own. Keys of 8 bytes or more always take 2. Values per thread count 4-byte keys (vt_keys) or pairs of 4-byte
-// keys and values (vt_pairs) and scale with scale_vt. Keys of 8 bytes or more
+// reads memory of its own. Keys of 8 bytes or more always take 2. Values
+// per thread count 4-byte keys (vt_keys) or pairs of 4-byte keys and values
+// (vt_pairs) and scale with scale_vt. Keys of 8 bytes or more
 // (no values) have boxes of their own: wide_nt threads in both stages, per
 // thread bs_vt_wide and vt_wide 8-byte keys, scaled for larger ones. Sorts of
 // 2^large_log2_keys keys or more (2^large_log2_pairs with values; 0: none)
@@ -171,8 +172,7 @@ struct merge_sort_line {
 // at 2^28 (9.85 ms against 10.32 for the 512x17 tiles before; 256x23 9.77,
 // but already sorted input 0.745 against 0.544 for 512x23: a pass with
 // nothing to merge still launches a CTA a tile; at 2^26 512x23 lost to
-// 128x17, about 2.52 against 2.47 ms);
-// pairs in 128x9 4-way tiles from 2^22 (2^22 0.333 against 0.372 for 2-way
+// 128x17, about 2.52 against 2.47 ms); pairs in 128x9 4-way tiles from 2^22 (2^22 0.333 against 0.372 for 2-way
 // 256x9; 2^26 4.21 against 4.43 for 512x9, 2^28 17.48 against 18.17).
 // Comparators other than the natural order of numbers keep 4-way passes from
 // 2^26 keys and 2^24 pairs: strings by index at 2^24 sort in 26.2 ms with

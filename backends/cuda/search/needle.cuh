@@ -15,7 +15,7 @@ namespace libmerge::detail::cuda_backend {
 // as numbers (or in reverse, numeric_order in launch.cuh): then where x falls
 // between two keys of the haystack says roughly where its bound is.
 template <class Comp, class Needle, class Hay>
-inline constexpr bool interpolable_v = numeric_order<Comp>::value && is_number_v<Needle> && is_number_v<Hay>;
+inline constexpr bool interpolable_v = orders_numbers_v<Comp, Needle> && is_number_v<Hay>;
 
 // Probes of the interpolation phase before the search falls back to binary.
 // Three find the bound of uniform int32 keys in as many 64-byte blocks as
