@@ -108,7 +108,12 @@ struct merge_line {
 // merge in tiles of large_nt threads, large_vt_keys / large_vt_pairs values
 // a thread (scaled like vt_keys / vt_pairs): every pass tile costs a search
 // in the pass's partition and a tile's fixed work, which larger tiles spread
-// over more keys at the largest sizes. Sorts of fewer than 2^small_log2_keys keys
+// over more keys at the largest sizes; sorts from 2^mid_log2_keys keys
+// (2^mid_log2_pairs with values; 0: none) up to the large ones take tiles of
+// mid_nt threads, mid_vt_keys / mid_vt_pairs values a thread: a pass with
+// nothing to merge (sorted input) still launches a CTA a tile, which costs
+// the small tiles most at the sizes where their merges are not yet ahead.
+// Sorts of fewer than 2^small_log2_keys keys
 // (2^small_log2_pairs with values; 0: none) of elements up to 8 bytes run
 // in one cooperative kernel of small_nt-thread CTAs, vt small_vt_keys /
 // small_vt_pairs (scaled), registers for small_ctas_keys / small_ctas_pairs
@@ -151,6 +156,11 @@ struct merge_sort_line {
   int large_vt_pairs;
   int large_log2_keys;
   int large_log2_pairs;
+  int mid_nt;
+  int mid_vt_keys;
+  int mid_vt_pairs;
+  int mid_log2_keys;
+  int mid_log2_pairs;
   int small_nt;
   int small_vt_keys;
   int small_vt_pairs;
@@ -172,7 +182,9 @@ struct merge_sort_line {
 // at 2^28 (9.85 ms against 10.32 for the 512x17 tiles before; 256x23 9.77,
 // but already sorted input 0.745 against 0.544 for 512x23: a pass with
 // nothing to merge still launches a CTA a tile; at 2^26 512x23 lost to
-// 128x17, about 2.52 against 2.47 ms); pairs in 128x9 4-way tiles from 2^22 (2^22 0.333 against 0.372 for 2-way
+// 128x17, about 2.52 against 2.47 ms); 256x23 from 2^26 (2^26 2.441, 2^27
+// 4.840 ms; already sorted 0.197 and 0.393 against 0.344 and 0.733 for
+// 128x17); pairs in 128x9 4-way tiles from 2^22 (2^22 0.333 against 0.372 for 2-way
 // 256x9; 2^26 4.21 against 4.43 for 512x9, 2^28 17.48 against 18.17).
 // Comparators other than the natural order of numbers keep 4-way passes from
 // 2^26 keys and 2^24 pairs: strings by index at 2^24 sort in 26.2 ms with
@@ -278,6 +290,11 @@ constexpr architecture sm_90() {
   s.large_vt_pairs = 9;
   s.large_log2_keys = 28;
   s.large_log2_pairs = 0;
+  s.mid_nt = 256;
+  s.mid_vt_keys = 23;
+  s.mid_vt_pairs = 9;
+  s.mid_log2_keys = 26;
+  s.mid_log2_pairs = 0;
   s.small_nt = 256;
   s.small_vt_keys = 17;
   s.small_vt_pairs = 11;
@@ -330,6 +347,11 @@ constexpr architecture before_sm_80() {
   s.large_vt_pairs = 7;
   s.large_log2_keys = 0;
   s.large_log2_pairs = 0;
+  s.mid_nt = 256;
+  s.mid_vt_keys = 11;
+  s.mid_vt_pairs = 7;
+  s.mid_log2_keys = 0;
+  s.mid_log2_pairs = 0;
   s.small_nt = 256;
   s.small_vt_keys = 11;
   s.small_vt_pairs = 7;

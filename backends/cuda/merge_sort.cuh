@@ -236,10 +236,11 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
 
 // The boxes of this call: the policy's (one for both stages, or two, and
 // then always separate kernels), else the tuning table's line for the
-// architecture the block sort was compiled for, with the large sorts' pass
-// box from its size on, its one-kernel class, and the size from which its
-// passes are 4-way: the line's for keys that are numbers under their natural
-// order (orders_numbers_v), else its size for any comparator.
+// architecture the block sort was compiled for, with the large and the
+// mid-sized sorts' pass boxes from their sizes on, its one-kernel class, and
+// the size from which its passes are 4-way: the line's for keys that are
+// numbers under their natural order (orders_numbers_v), else its size for any
+// comparator.
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp, class F>
 void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F&& f) {
   using Box = typename Policy::box_type;
@@ -250,13 +251,18 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
                               return block_sort_kernel<decltype(bs_box), K, V, WithValues, Indices, ValsIn, Comp>;
                             },
                             [&](auto bs_box, auto box, auto ways, auto any_four_way_log2, auto large_box,
-                                auto large_log2, auto one_kernel, auto numbers_four_way_log2) {
+                                auto large_log2, auto one_kernel, auto numbers_four_way_log2, auto mid_box,
+                                auto mid_log2) {
                               using four_way_log2 =
                                   std::conditional_t<orders_numbers_v<Comp, K>, decltype(numbers_four_way_log2),
                                                      decltype(any_four_way_log2)>;
                               constexpr int from = decltype(large_log2)::value;
                               if constexpr (from > 0) {
                                 if (n >= (index_t(1) << from)) return f(bs_box, large_box, ways, four_way_log2{}, one_kernel);
+                              }
+                              constexpr int mid_from = decltype(mid_log2)::value;
+                              if constexpr (mid_from > 0) {
+                                if (n >= (index_t(1) << mid_from)) return f(bs_box, mid_box, ways, four_way_log2{}, one_kernel);
                               }
                               f(bs_box, box, ways, four_way_log2{}, one_kernel);
                             });

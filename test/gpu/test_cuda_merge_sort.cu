@@ -228,14 +228,15 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
   // sizes the tests can afford (tuned calls that small take the one-kernel
   // class): the block sort's, then the passes' with 4 ways and with 2 (the
   // passes of comparators other than the natural order of numbers, below
-  // their 4-way size), and the large sorts' passes. sweep sorts keys, by key
-  // and indices.
+  // their 4-way size), and the mid-sized and large sorts' passes. sweep
+  // sorts keys, by key and indices.
   namespace cb = internals::cuda;
   using key_line = decltype(cb::merge_sort_table<std::int32_t, void>::template boxes<sm90_line>());
   using pair_line = decltype(cb::merge_sort_table<std::int32_t, std::int32_t>::template boxes<sm90_line>());
   using kbs = std::tuple_element_t<0, key_line>;
   using kmid = std::tuple_element_t<1, key_line>;
   using klarge = std::tuple_element_t<4, key_line>;
+  using kmid_sized = std::tuple_element_t<8, key_line>;
   using pbs = std::tuple_element_t<0, pair_line>;
   using pmid = std::tuple_element_t<1, pair_line>;
   sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<pbs, pmid, 4>{}), pbs::nv, pmid::nv, lm::less<>(),
@@ -246,6 +247,32 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
                       "tuned keys' boxes, 4-way", 210);
   sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<kbs, klarge, 4>{}), kbs::nv, klarge::nv, lm::less<>(),
                       "tuned large keys' boxes, 4-way", 207);
+  static_assert(!std::is_same_v<kmid_sized, kmid> && !std::is_same_v<kmid_sized, klarge>,
+                "the mid-sized sorts' passes have a box of their own");
+  sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<kbs, kmid_sized, 4>{}), kbs::nv, kmid_sized::nv, lm::less<>(),
+                      "tuned mid-sized keys' boxes, 4-way", 209);
+}
+
+// Tuned calls at the size from which int32 keys take the mid-sized sorts'
+// passes (2^mid_log2_keys + 7: 4-way passes, then one 2-way pass), random
+// and already sorted (the input those boxes are for), against std::sort.
+// Keys only: the by-key and indices forms of these kernels are swept above.
+BOOST_AUTO_TEST_CASE(sort_tuned_mid_sized) {
+  const auto& line = lm::tuning::merge_sort[sm90_line];
+  static_assert(lm::tuning::merge_sort[sm90_line].mid_log2_keys > 0 &&
+                    lm::tuning::merge_sort[sm90_line].mid_log2_keys < lm::tuning::merge_sort[sm90_line].large_log2_keys,
+                "the sm_90 line has mid-sized sorts below its large ones");
+  if (quick()) return;  // 2^26 keys: too long under compute-sanitizer; the boxes' sweep above covers the kernels
+  const long long n = (1LL << line.mid_log2_keys) + 7;
+  for (distribution d : {distribution::random, distribution::sorted}) {
+    const auto keys = make_input<std::int32_t>(n, d, shape::generic, 320, lm::less<>());
+    auto expected = keys;
+    std::sort(expected.begin(), expected.end());
+    auto dk = to_device(keys);
+    lm::merge_sort(lm::cuda::par, dk.begin(), dk.end());
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    check_same(to_host(dk), expected, "n=" + std::to_string(n) + " " + name(d) + " tuned merge_sort");
+  }
 }
 
 // A comparator of the caller's own that orders int32 keys as lm::less does:
@@ -654,17 +681,21 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
     using bs = std::tuple_element_t<0, boxes>;
     using mb = std::tuple_element_t<1, boxes>;
     using large = std::tuple_element_t<4, boxes>;  // the passes' box of large sorts
+    using mid_sized = std::tuple_element_t<8, boxes>;  // and of mid-sized ones
     cuda_test::check_no_local_memory(cb::block_sort_kernel<bs, K, V, pairs, false, V*, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_kernel<mb, 4, K, V, pairs, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_kernel<mb, 2, K, V, pairs, lm::less<>>, what);
-    // (The large sorts' 4-way passes of 4-byte keys, 512x23, spill at their
-    // 32 registers (104 bytes at 256x23) and are faster than 17 keys a
-    // thread that do not: 2^28 int32 keys 9.85 ms against 10.32 for 512x17,
-    // on an H200.)
+    // (The large and mid-sized sorts' 4-way passes of 4-byte keys, 512x23
+    // and 256x23, spill at their 32 registers (104 bytes at 256x23) and are
+    // faster than 17 keys a thread that do not: 2^28 int32 keys 9.85 ms
+    // against 10.32 for 512x17, 2^27 4.84 against 4.97 for 128x17, on an
+    // H200.)
     if constexpr (pairs || sizeof(K) != 4) {
       cuda_test::check_no_local_memory(cb::pass_kernel<large, 4, K, V, pairs, lm::less<>>, what);
+      cuda_test::check_no_local_memory(cb::pass_kernel<mid_sized, 4, K, V, pairs, lm::less<>>, what);
     }
     cuda_test::check_no_local_memory(cb::pass_kernel<large, 2, K, V, pairs, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_kernel<mid_sized, 2, K, V, pairs, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_partition_kernel<4, K, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_partition_kernel<2, K, lm::less<>>, what);
     // (one_kernel_sort_kernel is left out: at 4 CTAs an SM (64 registers) it

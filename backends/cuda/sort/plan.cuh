@@ -37,6 +37,11 @@ struct merge_sort_table {
     return pairs ? tuning::scale_vt(l.large_vt_pairs, 8, element_bytes)
                  : tuning::scale_vt(l.large_vt_keys, 4, sizeof(K));
   }
+  // The mid-sized sorts' passes (wide keys have none).
+  static constexpr int mid_vt(const tuning::merge_sort_line& l) {
+    if (wide) return vt(l);
+    return pairs ? tuning::scale_vt(l.mid_vt_pairs, 8, element_bytes) : tuning::scale_vt(l.mid_vt_keys, 4, sizeof(K));
+  }
   static constexpr int shrink(int nt, int vt, std::size_t bytes_per_element, bool power_of_two) {
     while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * bytes_per_element >
                           tuning::tile_smem_portable) {
@@ -48,16 +53,19 @@ struct merge_sort_table {
   // (log2) from which passes are 4-way; then the passes' box of large sorts
   // and the size (log2) from which it is used (0: never); the one-kernel
   // class; the size from which passes are 4-way for keys that are numbers
-  // under their natural order (with_sort_boxes picks one of the two sizes).
+  // under their natural order (with_sort_boxes picks one of the two sizes);
+  // the passes' box of mid-sized sorts and the size (log2) from which it is
+  // used, below the large ones (0: never).
   template <std::size_t I>
   static constexpr auto boxes() {
     constexpr auto l = lines[I];
-    constexpr int bs_vt_ = bs_vt(l), vt_ = vt(l), large_vt_ = large_vt(l);
+    constexpr int bs_vt_ = bs_vt(l), vt_ = vt(l), large_vt_ = large_vt(l), mid_vt_ = mid_vt(l);
     constexpr std::size_t bs_bytes = sizeof(K) > element_bytes - sizeof(K) ? sizeof(K) : element_bytes - sizeof(K);
     constexpr std::size_t pass_bytes = element_bytes + (pairs ? sizeof(tile_offset) : 0);
     constexpr int bs_nt = wide ? l.wide_nt : (pairs ? l.bs_nt_pairs : l.bs_nt_keys);
     constexpr int nt = wide ? l.wide_nt : l.nt;
     constexpr int large_log2 = wide ? 0 : (pairs ? l.large_log2_pairs : l.large_log2_keys);
+    constexpr int mid_log2 = wide ? 0 : (pairs ? l.mid_log2_pairs : l.mid_log2_keys);
     // The one-kernel class: elements of up to 8 bytes (int64 keys: 256x9)
     // and keys of up to 16 bytes, whose vt scales from the 8-byte keys' (16
     // bytes: 256x5, where scaling from 4-byte keys gives 256x3).
@@ -74,7 +82,9 @@ struct merge_sort_table {
                       one_kernel_class<launch_box<l.small_nt, small_vt>,
                                        pairs ? l.small_ctas_pairs : l.small_ctas_keys, small_log2,
                                        pairs ? 0 : l.small_separate_log2_keys>,
-                      std::integral_constant<int, pairs ? l.numbers_four_way_log2_pairs : l.numbers_four_way_log2>>{};
+                      std::integral_constant<int, pairs ? l.numbers_four_way_log2_pairs : l.numbers_four_way_log2>,
+                      launch_box<shrink(l.mid_nt, mid_vt_, pass_bytes, false), mid_vt_>,
+                      std::integral_constant<int, mid_log2>>{};
   }
 };
 
