@@ -216,8 +216,16 @@ struct merge_sort_line {
 // binary 0.98x; at /256 binary 1.0x, 4-ary 0.90x; the merge-path search
 // ahead at /8, where an H200 has the 4-ary one ahead at every size, 0.342
 // against 0.366 ms at 2^28 int32 keys: the line keeps 12); the small rule on
-// an H200 only; the other lines are untuned copies. A caller's .with(box)
-// replaces the tile box; the needle box and the ratios stay the line's.
+// an H200 only; the other lines are untuned copies. Below
+// 2^small_needles_log2 needles (0: no such rule) a one-sided search of a
+// small haystack goes 4-ary per needle at any density: there the dense
+// path's two kernels in a row (partitions, then tiles) cost more than one
+// kernel of short chains (H200, int32 |A| = |B|: 2^15 keys each, the
+// dense path 0.0107 ms, the 4-ary search 0.0048, Thrust 0.0078; 2^19 each
+// 0.0150 against 0.0124 and 0.0176; at |B| / 2 alike). A caller's .with(box)
+// replaces the tile box and turns the needle-count rule off (a caller who
+// names a tile gets tiles wherever the ratios allow them); the needle box
+// and the ratios stay the line's.
 struct search_line {
   int arch;
   int nt;
@@ -229,6 +237,7 @@ struct search_line {
   int interpolate_from;
   int small_hay_log2_bytes;
   int small_sparse_ratio;
+  int small_needles_log2;
 };
 
 // ---------------------------------------------------------------------------
@@ -314,6 +323,7 @@ constexpr architecture sm_90() {
   q.interpolate_from = 8;
   q.small_hay_log2_bytes = 25;  // 32 MiB: 2^23 int32 keys
   q.small_sparse_ratio = 4;
+  q.small_needles_log2 = 20;
   return a;
 }
 

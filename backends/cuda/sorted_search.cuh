@@ -25,7 +25,8 @@
 // the needles are dense enough to share lines (below quaternary_below), else
 // a binary one, as thrust::lower_bound does. A small haystack (under
 // 2^small_hay_log2_bytes bytes) is searched 4-ary per needle from the
-// smaller small_sparse_ratio on: a small call is a chain of dependent loads.
+// smaller small_sparse_ratio on, and at any density below
+// 2^small_needles_log2 needles: a small call is a chain of dependent loads.
 //
 // This file is the host side (plans, tuning, launches, the backend entry);
 // the kernels are in search/dense.cuh (search_kernel) and search/needle.cuh
@@ -206,20 +207,23 @@ void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, ind
 }
 
 // When a search goes per needle, and how it probes: a tuning line's
-// sparse_ratio, quaternary_below, small_hay_log2_bytes and small_sparse_ratio
-// (policies/launch_box.hpp says what each means; small_hay_log2_bytes 0:
-// no rule for small haystacks).
+// sparse_ratio, quaternary_below, small_hay_log2_bytes, small_sparse_ratio
+// and small_needles_log2 (policies/launch_box.hpp says what each means;
+// small_hay_log2_bytes 0: no rule for small haystacks; small_needles_log2
+// 0: none for few needles, as for a caller's box).
 struct needle_rules {
   int sparse_ratio;
   int quaternary_below;
   int small_hay_log2_bytes;
   int small_sparse_ratio;
+  int small_needles_log2;
 };
 
 // Launches one search (bounds::lower; the caller swaps the sides for upper)
 // with launch box Box: sparse (a thread a needle) where only one side writes
-// and the other is sparse_ratio times longer (small_sparse_ratio times, and
-// then 4-ary, when the other side is a small haystack), else dense (tiles).
+// and the other is sparse_ratio times longer (small_sparse_ratio times, or
+// any length below 2^small_needles_log2 needles, and then 4-ary, when the
+// other side is a small haystack), else dense (tiles).
 // counts (device memory) receives the match counts; it is zeroed on the
 // stream only once nothing can fail before the kernels run.
 template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom,
@@ -237,8 +241,10 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
                                     : static_cast<double>(na) * sizeof(value_of<AIt>);
     const bool small = rules.small_hay_log2_bytes > 0 && hay_bytes < std::ldexp(1.0, rules.small_hay_log2_bytes);
     const double ratio = small ? rules.small_sparse_ratio : rules.sparse_ratio;
-    const bool sparse_a = a_side && !b_side && static_cast<double>(na) * ratio <= static_cast<double>(nb);
-    const bool sparse_b = !a_side && b_side && static_cast<double>(nb) * ratio <= static_cast<double>(na);
+    const index_t needles = a_side ? na : nb;
+    const bool few = small && rules.small_needles_log2 > 0 && needles < (index_t(1) << rules.small_needles_log2);
+    const bool sparse_a = a_side && !b_side && (few || static_cast<double>(na) * ratio <= static_cast<double>(nb));
+    const bool sparse_b = !a_side && b_side && (few || static_cast<double>(nb) * ratio <= static_cast<double>(na));
     if (sparse_a || sparse_b) {
       const int quaternary_below = small ? INT_MAX : rules.quaternary_below;
       launch_needle_search<NeedleBox, TypeA, TypeB, AWrites, InterpolateFrom, a_side>(
@@ -276,7 +282,8 @@ struct search_table {
                       std::integral_constant<int, lines[I].quaternary_below>,
                       std::integral_constant<int, lines[I].interpolate_from>,
                       std::integral_constant<int, lines[I].small_hay_log2_bytes>,
-                      std::integral_constant<int, lines[I].small_sparse_ratio>>{};
+                      std::integral_constant<int, lines[I].small_sparse_ratio>,
+                      std::integral_constant<int, lines[I].small_needles_log2>>{};
   }
 };
 
@@ -290,7 +297,8 @@ struct search_kernel_of {
 };
 
 // The search with bounds::lower on device iterators: the policy's box (with
-// the tuned sparse ratio of the device's architecture) or the tuned line.
+// the tuned ratios of the device's architecture, no needle-count rule) or
+// the tuned line.
 template <search_type TypeA, search_type TypeB, a_writes AWrites, class Policy, class AIt, class BIt, class AOut,
           class BOut, class Comp>
 void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
@@ -305,11 +313,12 @@ void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t n
   // a caller's box replaces its dense tile box.
   using Box = typename Policy::box_type;
   auto run = [&](auto box, auto needle_box, auto ratio, auto quaternary_below, auto interpolate_from,
-                 auto small_hay_log2_bytes, auto small_ratio) {
-    using Dense = std::conditional_t<std::is_same_v<Box, tuned_launch_box>, decltype(box),
-                                     typename merge_box_of<Box>::type>;
+                 auto small_hay_log2_bytes, auto small_ratio, auto small_needles_log2) {
+    constexpr bool tuned = std::is_same_v<Box, tuned_launch_box>;
+    using Dense = std::conditional_t<tuned, decltype(box), typename merge_box_of<Box>::type>;
     const needle_rules rules{decltype(ratio)::value, decltype(quaternary_below)::value,
-                             decltype(small_hay_log2_bytes)::value, decltype(small_ratio)::value};
+                             decltype(small_hay_log2_bytes)::value, decltype(small_ratio)::value,
+                             tuned ? decltype(small_needles_log2)::value : 0};
     launch_search<Dense, decltype(needle_box), TypeA, TypeB, AWrites, decltype(interpolate_from)::value>(
         policy, dev, a, na, b, nb, a_out, b_out, counters, counts, rules, comp, algorithm);
   };

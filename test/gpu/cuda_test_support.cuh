@@ -1,7 +1,9 @@
 // Helpers for the GPU tests: host/device copies and the tuned tile size.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -108,6 +111,67 @@ inline std::vector<long long> tile_boundary_sizes(long long nv) {
   }
   sizes.push_back(1000003);
   return sizes;
+}
+
+// Sorted search's tuning on this device, from the tuning table as the
+// backend reads it: the tuned tile (nt * vt elements) for keys TA and TB,
+// and the rules that send a one-sided search per needle.
+struct search_tuning {
+  long long nv;            // merge-path tile
+  long long needle_nv;     // per-needle search: needles a block
+  int ratio;               // per-needle from |B| / |A| = ratio on
+  int quaternary;          // 4-ary per-needle search below |B| / |A| = quaternary
+  int small_log2_bytes;    // a haystack under 2^small_log2_bytes bytes (0: none) is small:
+  int small_ratio;         // per-needle (4-ary) from |B| / |A| = small_ratio on,
+  int small_needles_log2;  // and at any density below 2^small_needles_log2 needles (0: never)
+  bool small(long long hay_keys, std::size_t bytes) const {
+    return small_log2_bytes > 0 &&
+           static_cast<double>(hay_keys) * static_cast<double>(bytes) < std::ldexp(1.0, small_log2_bytes);
+  }
+  // The ratio from which a search with a haystack of `keys` keys of `bytes`
+  // bytes each goes per needle.
+  int ratio_for(long long keys, std::size_t bytes) const { return small(keys, bytes) ? small_ratio : ratio; }
+  // Whether a tuned one-sided search of `needles` needles in a haystack of
+  // `hay_keys` keys of `bytes` bytes goes per needle (the backend's
+  // launch_search).
+  bool per_needle(long long needles, long long hay_keys, std::size_t bytes) const {
+    const bool few = small(hay_keys, bytes) && small_needles_log2 > 0 && needles < (1LL << small_needles_log2);
+    return few || static_cast<double>(needles) * ratio_for(hay_keys, bytes) <= static_cast<double>(hay_keys);
+  }
+  // The fewest keys of `bytes` bytes a haystack that is not small has.
+  long long large_hay(std::size_t bytes = 4) const {
+    return small_log2_bytes > 0 ? (1LL << small_log2_bytes) / static_cast<long long>(bytes) : 1;
+  }
+};
+template <class TA, class TB = TA>
+search_tuning tuned_search() {
+  namespace cb = internals::cuda;
+  const int line = libmerge::tuning::entry_for(cb::current_device("test").cc);
+  const auto& l =
+      libmerge::tuning::search[line < 0 ? std::size(libmerge::tuning::search) - 1 : static_cast<std::size_t>(line)];
+  const std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
+  const int vt = libmerge::tuning::scale_vt(l.vt, 4, elem);
+  return {static_cast<long long>(cb::search_table<TA, TB>::nt(l.nt, vt)) * vt,
+          static_cast<long long>(l.needle_nt) * l.needle_vt,
+          l.sparse_ratio,
+          l.quaternary_below,
+          l.small_hay_log2_bytes,
+          l.small_sparse_ratio,
+          l.small_needles_log2};
+}
+
+// The sm_90 line's dense search tile for keys TA and TB (the test binaries
+// are built for sm_90). A caller's box turns the needle-count rule off, so a
+// policy with this box runs the tuned merge-path kernels wherever the ratios
+// allow tiles: tests of that tile below 2^small_needles_log2 needles, where
+// a tuned call goes per needle.
+template <class TA, class TB = TA>
+using sm90_search_tile = std::tuple_element_t<
+    0, decltype(internals::cuda::search_table<TA, TB>::template boxes<static_cast<std::size_t>(
+                    libmerge::tuning::entry_for(90))>())>;
+template <class TA, class TB = TA>
+auto dense_tile_policy() {
+  return libmerge::cuda::par.with(sm90_search_tile<TA, TB>{});
 }
 
 // Checks that `kernel` uses no local memory (no register spills, no stack),

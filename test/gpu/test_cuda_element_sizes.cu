@@ -177,20 +177,24 @@ void check_search(const std::vector<T>& a, const std::vector<T>& b, DB& db, cons
       upper[i] = std::upper_bound(b.begin(), b.end(), needles[i], by_key()) - b.begin();
       count[i] = upper[i] - lower[i];
     }
-    const std::string how = what + (every == 1 ? ", dense" : ", sparse");
     auto dn = to_device(needles);
     thrust::device_vector<std::int64_t> got(needles.size());
-    lm::sorted_search<lm::bounds::lower>(lm::cuda::par, dn.begin(), dn.end(), db.begin(), db.end(), got.begin(),
-                                         by_key());
-    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
-    check_same(to_host(got), lower, how + ": sorted_search lower");
-    lm::sorted_search<lm::bounds::upper>(lm::cuda::par, dn.begin(), dn.end(), db.begin(), db.end(), got.begin(),
-                                         by_key());
-    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
-    check_same(to_host(got), upper, how + ": sorted_search upper");
-    lm::sorted_equality_count(lm::cuda::par, dn.begin(), dn.end(), db.begin(), db.end(), got.begin(), by_key());
-    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
-    check_same(to_host(got), count, how + ": sorted_equality_count");
+    auto run = [&](const auto& policy, const std::string& how) {
+      lm::sorted_search<lm::bounds::lower>(policy, dn.begin(), dn.end(), db.begin(), db.end(), got.begin(), by_key());
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+      check_same(to_host(got), lower, how + ": sorted_search lower");
+      lm::sorted_search<lm::bounds::upper>(policy, dn.begin(), dn.end(), db.begin(), db.end(), got.begin(), by_key());
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+      check_same(to_host(got), upper, how + ": sorted_search upper");
+      lm::sorted_equality_count(policy, dn.begin(), dn.end(), db.begin(), db.end(), got.begin(), by_key());
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+      check_same(to_host(got), count, how + ": sorted_equality_count");
+    };
+    // A tuned call of fewer than 2^small_needles_log2 needles goes per
+    // needle at any density; the dense calls run again with the tuned tile
+    // as the caller's box, which takes the merge path.
+    run(lm::cuda::par, what + (every == 1 ? ", dense" : ", sparse"));
+    if (every == 1) run(cuda_test::dense_tile_policy<T>(), what + ", dense, the tuned tile as the caller's box");
   }
 }
 

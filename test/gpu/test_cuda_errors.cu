@@ -542,11 +542,16 @@ BOOST_AUTO_TEST_CASE(sorted_search_outputs_too_narrow_are_rejected_before_any_wo
 }
 
 // A failed allocation of temporary storage is an lm::cuda_error naming the
-// algorithm, with the caller's outputs untouched.
+// algorithm, with the caller's outputs untouched. (The merge path takes
+// temporary storage for its partitions; a tuned equality count of these
+// sizes goes per needle, which takes none: it runs under the failing
+// allocator, and the tuned tile as the call's box sends it down the merge
+// path.)
 BOOST_AUTO_TEST_CASE(sorted_search_allocation_failure_leaves_outputs_intact) {
   using lm::bounds;
   using lm::search_type;
-  auto da = to_device(iota_vector(5000, 2)), db = to_device(iota_vector(4000, 3));
+  const std::vector<int> ha = iota_vector(5000, 2), hb = iota_vector(4000, 3);
+  auto da = to_device(ha), db = to_device(hb);
   thrust::device_vector<std::uint32_t> oa(5000, 7u), ob(4000, 7u);
   thrust::device_vector<long long> counts(5000, -1);
   const auto policy = lm::cuda::par.with_allocator(failing_allocator{});
@@ -557,12 +562,21 @@ BOOST_AUTO_TEST_CASE(sorted_search_allocation_failure_leaves_outputs_intact) {
       },
       {"libmerge::sorted_search", "cudaErrorMemoryAllocation", "temporary storage"});
   expect_error<lm::cuda_error>(
-      [&] { lm::sorted_equality_count(policy, da.begin(), da.end(), db.begin(), db.end(), counts.begin()); },
+      [&] {
+        lm::sorted_equality_count(policy.with(cuda_test::sm90_search_tile<int>{}), da.begin(), da.end(), db.begin(),
+                                  db.end(), counts.begin());
+      },
       {"libmerge::sorted_equality_count", "cudaErrorMemoryAllocation", "temporary storage"});
   BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
   check_same(to_host(oa), std::vector<std::uint32_t>(5000, 7u), "a_out untouched");
   check_same(to_host(ob), std::vector<std::uint32_t>(4000, 7u), "b_out untouched");
   check_same(to_host(counts), std::vector<long long>(5000, -1), "counts untouched");
+  // Per needle: no temporary storage, the counts of the serial backend.
+  lm::sorted_equality_count(policy, da.begin(), da.end(), db.begin(), db.end(), counts.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<long long> want(ha.size());
+  lm::sorted_equality_count(lm::serial, ha.begin(), ha.end(), hb.begin(), hb.end(), want.begin());
+  check_same(to_host(counts), want, "counts of the per-needle search under a failing allocator");
 }
 
 namespace {

@@ -241,8 +241,12 @@ void check_search(std::size_t na, std::size_t nb, Comp comp, std::mt19937_64& g)
   const lm::match_counts upper_counts =
       lm::sorted_search<lm::bounds::upper, lm::search_type::match, lm::search_type::index>(
           lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), a_match.begin(), b_index.begin(), comp);
-  thrust::device_vector<long long> counts(na);
+  // The counts of a tuned call (per needle below 2^small_needles_log2
+  // needles) and on the merge path (the tuned tile as the caller's box).
+  thrust::device_vector<long long> counts(na), tile_counts(na);
   lm::sorted_equality_count(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), counts.begin(), comp);
+  lm::sorted_equality_count(cuda_test::dense_tile_policy<T>(), da.begin(), da.end(), db.begin(), db.end(),
+                            tile_counts.begin(), comp);
   BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
 
   const auto got_ai = to_host(a_index);
@@ -250,14 +254,15 @@ void check_search(std::size_t na, std::size_t nb, Comp comp, std::mt19937_64& g)
   const auto got_am = to_host(a_match);
   const auto got_bi = to_host(b_index);
   const auto got_c = to_host(counts);
+  const auto got_tc = to_host(tile_counts);
   long long b_matched = 0, a_matched = 0;
   for (std::size_t i = 0; i < na; ++i) {
     const long long lo = lower_in(b, a[i]), hi = upper_in(b, a[i]);
     a_matched += hi > lo;
-    if (got_ai[i] != lo || bool(got_am[i]) != (hi > lo) || got_c[i] != hi - lo) {
+    if (got_ai[i] != lo || bool(got_am[i]) != (hi > lo) || got_c[i] != hi - lo || got_tc[i] != hi - lo) {
       BOOST_FAIL("A[" << i << "] = " << as_double(a[i]) << " (na " << na << ", nb " << nb << "): lower bound "
-                      << got_ai[i] << ", match " << bool(got_am[i]) << ", count " << got_c[i] << "; expected " << lo
-                      << ", " << (hi > lo) << ", " << hi - lo);
+                      << got_ai[i] << ", match " << bool(got_am[i]) << ", count " << got_c[i] << " (merge path "
+                      << got_tc[i] << "); expected " << lo << ", " << (hi > lo) << ", " << hi - lo);
     }
   }
   for (std::size_t i = 0; i < nb; ++i) {

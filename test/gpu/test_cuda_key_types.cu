@@ -9,7 +9,9 @@
 // static shared memory the block needed more than 48 KB. Each call here is
 // checked against std::lower_bound / std::upper_bound on the host: one
 // element, tile boundaries, dense and sparse needles (the per-needle search,
-// 4-ary in a small haystack, with interpolation in a large one), lm::less
+// 4-ary in a small haystack, with interpolation in a large one; dense calls
+// below 2^20 needles through lm::cuda::par with the tuned tile as its box,
+// the merge path, and through thrust::device, per needle), lm::less
 // and thrust::greater, lower and upper bounds, index, match and equality
 // counts.
 #define BOOST_TEST_MODULE cuda_key_types
@@ -64,11 +66,13 @@ void check_search(std::size_t na, std::size_t nb, bool descending, bool through_
                                            comp);
       lm::sorted_equality_count(thrust::device, da.begin(), da.end(), db.begin(), db.end(), counts.begin(), comp);
     } else {
-      lm::sorted_search<lm::bounds::lower>(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), lower.begin(),
-                                           comp);
-      lm::sorted_search<lm::bounds::upper>(lm::cuda::par, db.begin(), db.end(), da.begin(), da.end(), upper.begin(),
-                                           comp);
-      lm::sorted_equality_count(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), counts.begin(), comp);
+      // The tuned tile as the caller's box: the merge path wherever the
+      // ratios allow it (a tuned call of fewer than 2^small_needles_log2
+      // needles goes per needle, as the thrust::device calls above do).
+      const auto policy = cuda_test::dense_tile_policy<K>();
+      lm::sorted_search<lm::bounds::lower>(policy, da.begin(), da.end(), db.begin(), db.end(), lower.begin(), comp);
+      lm::sorted_search<lm::bounds::upper>(policy, db.begin(), db.end(), da.begin(), da.end(), upper.begin(), comp);
+      lm::sorted_equality_count(policy, da.begin(), da.end(), db.begin(), db.end(), counts.begin(), comp);
     }
     const auto got_lower = to_host(lower);
     const auto got_upper = to_host(upper);
@@ -95,24 +99,10 @@ void check_search(std::size_t na, std::size_t nb, bool descending, bool through_
   }
 }
 
-// The fewest keys of `bytes` bytes a haystack that is not small holds (the
-// device's tuning line: small_hay_log2_bytes), at least 2^17.
-long long large_haystack(std::size_t bytes) {
-  int device = 0, major = 0, minor = 0;
-  BOOST_REQUIRE_EQUAL(cudaGetDevice(&device), cudaSuccess);
-  BOOST_REQUIRE_EQUAL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), cudaSuccess);
-  BOOST_REQUIRE_EQUAL(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), cudaSuccess);
-  const int line = lm::tuning::entry_for(10 * major + minor);
-  const auto& l = lm::tuning::search[line < 0 ? std::size(lm::tuning::search) - 1 : static_cast<std::size_t>(line)];
-  const long long keys = l.small_hay_log2_bytes > 0 ? (1LL << l.small_hay_log2_bytes) / static_cast<long long>(bytes)
-                                                    : 0;
-  return std::max(keys, 1LL << 17);
-}
-
 template <class K>
 void check_type() {
   std::mt19937_64 g(24);
-  const long long nv = 512 * 15;  // the sm_90 dense tile
+  const long long nv = cuda_test::sm90_search_tile<K>::nv;
   for (bool descending : {false, true}) {
     for (bool through_thrust : {false, true}) {
       BOOST_TEST_CONTEXT("descending " << descending << " thrust " << through_thrust) {
@@ -124,7 +114,7 @@ void check_type() {
         check_search<K>(100003, 90001, descending, through_thrust, g);
         check_search<K>(2000, 2000 * 64 + 5, descending, through_thrust, g);  // sparse: per-needle, 4-ary (small)
         // A haystack that is not small: the per-needle search interpolates.
-        const long long large = large_haystack(sizeof(K));
+        const long long large = std::max(cuda_test::tuned_search<K>().large_hay(sizeof(K)), 1LL << 17);
         check_search<K>(static_cast<std::size_t>(large / 64), static_cast<std::size_t>(large), descending,
                         through_thrust, g);
       }
@@ -192,8 +182,12 @@ void check_nan(std::size_t n, Comp comp, bool nan_first, std::mt19937_64& g) {
   auto da = to_device(a), db = to_device(b);
   thrust::device_vector<F> out(n);
   lm::merge(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), out.begin(), comp);
-  thrust::device_vector<long long> lower(a.size());
+  // The bounds per needle (a tuned call this small) and on the merge path
+  // (the tuned tile as the caller's box).
+  thrust::device_vector<long long> lower(a.size()), lower_tiles(a.size());
   lm::sorted_search<lm::bounds::lower>(lm::cuda::par, da.begin(), da.end(), db.begin(), db.end(), lower.begin(), comp);
+  lm::sorted_search<lm::bounds::lower>(cuda_test::dense_tile_policy<F>(), da.begin(), da.end(), db.begin(), db.end(),
+                                       lower_tiles.begin(), comp);
   BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
   const auto got_m = to_host(out);
   for (std::size_t i = 0; i < n; ++i) {
@@ -202,9 +196,13 @@ void check_nan(std::size_t n, Comp comp, bool nan_first, std::mt19937_64& g) {
     }
   }
   const auto got_l = to_host(lower);
+  const auto got_lt = to_host(lower_tiles);
   for (std::size_t i = 0; i < a.size(); ++i) {
     const long long w = std::lower_bound(b.begin(), b.end(), a[i], before) - b.begin();
     if (got_l[i] != w) BOOST_FAIL("lower bound of " << a[i] << " with NaNs: got " << got_l[i] << ", expected " << w);
+    if (got_lt[i] != w) {
+      BOOST_FAIL("lower bound of " << a[i] << " with NaNs, merge path: got " << got_lt[i] << ", expected " << w);
+    }
   }
 }
 

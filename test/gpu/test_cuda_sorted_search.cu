@@ -312,39 +312,8 @@ std::vector<int> runs(const std::vector<long long>& lengths, int first, int step
   return v;
 }
 
-// The tuned tile (nt * vt elements) and sparse ratio of sorted search for keys
-// TA and TB on this device, from the tuning table as the backend reads it.
-struct search_tuning {
-  long long nv;          // merge-path tile
-  long long needle_nv;   // per-needle search: needles a block
-  int ratio;             // per-needle from |B| / |A| = ratio on
-  int quaternary;        // 4-ary per-needle search below |B| / |A| = quaternary
-  int small_log2_bytes;  // a haystack under 2^small_log2_bytes bytes (0: none) is small:
-  int small_ratio;       // per-needle (4-ary) from |B| / |A| = small_ratio on
-  // The ratio from which a search with a haystack of `keys` keys of `bytes`
-  // bytes each goes per needle.
-  int ratio_for(long long keys, std::size_t bytes) const {
-    const bool small = small_log2_bytes > 0 && static_cast<double>(keys) * static_cast<double>(bytes) <
-                                                   std::ldexp(1.0, small_log2_bytes);
-    return small ? small_ratio : ratio;
-  }
-  // The fewest int keys a haystack that is not small has.
-  long long large_hay() const { return small_log2_bytes > 0 ? (1LL << small_log2_bytes) / 4 : 1; }
-};
-template <class TA, class TB = TA>
-search_tuning tuned_search() {
-  namespace cb = internals::cuda;
-  const int line = lm::tuning::entry_for(cb::current_device("test").cc);
-  const auto& l = lm::tuning::search[line < 0 ? std::size(lm::tuning::search) - 1 : static_cast<std::size_t>(line)];
-  const std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
-  const int vt = lm::tuning::scale_vt(l.vt, 4, elem);
-  return {static_cast<long long>(cb::search_table<TA, TB>::nt(l.nt, vt)) * vt,
-          static_cast<long long>(l.needle_nt) * l.needle_vt,
-          l.sparse_ratio,
-          l.quaternary_below,
-          l.small_hay_log2_bytes,
-          l.small_sparse_ratio};
-}
+using cuda_test::search_tuning;
+using cuda_test::tuned_search;
 
 constexpr search_type all_types[] = {search_type::none, search_type::index, search_type::match,
                                      search_type::index_match};
@@ -423,6 +392,10 @@ void scribble_shared_memory() {
 // last tile at every boundary kind and run the per-needle search for each
 // one-sided type in both directions (|A| = |B| / ratio and beyond; mirrored:
 // TypeA none with |B| << |A|), and the merge-path search just below the ratio.
+// A tuned one-sided search of fewer than 2^small_needles_log2 needles goes
+// per needle at any density; the one-sided combinations run again with the
+// tuned tile as the caller's box (cuda_test::dense_tile_policy), which takes
+// the merge path there.
 BOOST_AUTO_TEST_CASE(every_bounds_and_search_type_combination) {
   const search_tuning t = tuned_search<int>();
   BOOST_TEST_MESSAGE("tuned search tile: " << t.nv << " elements, sparse ratio " << t.ratio);
@@ -435,8 +408,13 @@ BOOST_AUTO_TEST_CASE(every_bounds_and_search_type_combination) {
       if (!in_shard()) continue;
       auto in = int_input(na, nb, s, seed);
       for_each_combination([&](auto bnd, auto ta, auto tb) {
-        check_search<decltype(bnd)::value, decltype(ta)::value, decltype(tb)::value, std::uint32_t, std::uint32_t>(
-            lm::cuda::par, in, lm::less<>(), "tuned");
+        constexpr search_type TA = decltype(ta)::value, TB = decltype(tb)::value;
+        check_search<decltype(bnd)::value, TA, TB, std::uint32_t, std::uint32_t>(lm::cuda::par, in, lm::less<>(),
+                                                                                 "tuned");
+        if constexpr ((TA == search_type::none) != (TB == search_type::none)) {
+          check_search<decltype(bnd)::value, TA, TB, std::uint32_t, std::uint32_t>(
+              cuda_test::dense_tile_policy<int>(), in, lm::less<>(), "tuned tile as the caller's box");
+        }
       });
     }
   }
@@ -597,7 +575,8 @@ BOOST_AUTO_TEST_CASE(empty_sides_and_needles_outside_the_haystack) {
 // partitions, the per-needle search none, so with the counts form (no
 // temporary for the counts) a counting allocator tells them apart. The
 // per-needle search is for one-sided searches whose other side is at least
-// `ratio` times longer; it must give the merge-path search's answers.
+// `ratio` times longer, or, in a small haystack, of fewer than
+// 2^small_needles_log2 needles; it must give the merge-path search's answers.
 BOOST_AUTO_TEST_CASE(crossover_between_merge_path_and_per_needle_search) {
   using st = search_type;
   const search_tuning t = tuned_search<int>();
@@ -619,8 +598,16 @@ BOOST_AUTO_TEST_CASE(crossover_between_merge_path_and_per_needle_search) {
   if (!quick() && t.small_log2_bytes > 0) {
     for (long long k : {std::max(1, t.ratio - 1), t.ratio}) cases.emplace_back(t.large_hay(), k);
   }
+  // Both sides of the needle-count rule at |A| = |B| and |B| / 2.
+  if (t.small_needles_log2 > 0) {
+    const long long few = 1LL << t.small_needles_log2;
+    for (long long needles : {few - 1, few}) {
+      cases.emplace_back(needles, 1);
+      cases.emplace_back(2 * needles, 2);
+    }
+  }
   for (auto [l, k] : cases) {
-    const bool sparse = k >= t.ratio_for(l, sizeof(int));
+    const bool sparse = t.per_needle(l / k, l, sizeof(int));
     for (spread s : {spread::few, spread::half}) {
       auto long_b = int_input(l / k, l, s, seed += 2);  // A short
       auto long_a = int_input(l, l / k, s, seed += 2);  // B short
@@ -1497,6 +1484,8 @@ BOOST_AUTO_TEST_CASE(sorted_equality_count_against_equal_range) {
   for (auto& in : inputs) {
     check_equality_count<long long>(lm::cuda::par, in, lm::less<>(), "tuned, int64 counts");
     check_equality_count<unsigned>(lm::cuda::par, in, lm::less<>(), "tuned, uint32 counts");
+    // The merge path (a tuned call of these sizes goes per needle).
+    check_equality_count<long long>(cuda_test::dense_tile_policy<int>(), in, lm::less<>(), "tuned tile, int64 counts");
   }
 }
 
