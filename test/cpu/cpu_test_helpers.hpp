@@ -3,7 +3,7 @@
 // of dumping a million elements, input pairs for two-input algorithms, a
 // bounds-checked iterator, and a decoder for index/match outputs.
 //
-// Include after <boost/test/included/unit_test.hpp> (or unit_test.hpp).
+// Include after <boost/test/unit_test.hpp>.
 #pragma once
 
 #include <chrono>

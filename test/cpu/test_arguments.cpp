@@ -12,7 +12,7 @@
 //     call returns, never touches anything outside its ranges (bounds-checked
 //     iterators), and merge_sort outputs a permutation of its input.
 #define BOOST_TEST_MODULE libmerge_cpu_arguments
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 //   LIBMERGE_FUZZ_SEED     first seed (default 1); each case prints its seed
 //                          on failure, and that seed alone reproduces it
 #define BOOST_TEST_MODULE libmerge_cpu_fuzz
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -8,7 +8,8 @@
 // buffers. Each case reports its time with BOOST_TEST_MESSAGE (this module
 // logs messages by default, see log_messages_by_default).
 #define BOOST_TEST_MODULE libmerge_cpu_large
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
+#include <boost/test/unit_test_parameters.hpp>  // runtime_config: the log level given
 
 #include <algorithm>
 #include <array>

@@ -9,7 +9,7 @@
 // and distribution::all_equal (shared pairing: equal keys across A and B);
 // every other pair runs with every comparator, distribution and pairing.
 #define BOOST_TEST_MODULE libmerge_cpu_merge
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <cstdint>
 #include <deque>

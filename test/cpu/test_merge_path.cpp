@@ -4,7 +4,7 @@
 // (backends/engine/bounds.hpp) against std::lower_bound / std::upper_bound,
 // with its k-way probe (rank_in_run) and the lockstep forms.
 #define BOOST_TEST_MODULE libmerge_cpu_merge_path
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -10,7 +10,7 @@
 //                     with random.
 // Every other size runs every distribution with every comparator.
 #define BOOST_TEST_MODULE libmerge_cpu_merge_sort
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>

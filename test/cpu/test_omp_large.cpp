@@ -7,7 +7,8 @@
 // keys and two scratch buffers of the same size; merge: 4.3 GB). Each case
 // reports its time and team with BOOST_TEST_MESSAGE (shown by default).
 #define BOOST_TEST_MODULE libmerge_cpu_omp_large
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
+#include <boost/test/unit_test_parameters.hpp>  // runtime_config: the log level given
 
 #include <omp.h>
 

@@ -12,7 +12,7 @@
 // lm::less<>, for random keys and for all-equal keys on both sides (the
 // A-first tie rule then decides every output across thread shares).
 #define BOOST_TEST_MODULE libmerge_cpu_omp_merge
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>

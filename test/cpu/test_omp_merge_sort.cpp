@@ -14,7 +14,7 @@
 //                     lm::greater<> with random ones;
 //   by_key, indices:  lm::less<> with random and few_distinct keys.
 #define BOOST_TEST_MODULE libmerge_cpu_omp_merge_sort
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>

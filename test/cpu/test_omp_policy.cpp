@@ -9,7 +9,7 @@
 // the caller as the same type with the same message, and a sort leaves the
 // caller's keys and values exactly as they were.
 #define BOOST_TEST_MODULE libmerge_cpu_omp_policy
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <omp.h>
 

@@ -17,7 +17,7 @@
 // run only with lm::less<>, random keys (independent pairing) and few distinct
 // keys (shared pairing).
 #define BOOST_TEST_MODULE libmerge_cpu_omp_sorted_search
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>

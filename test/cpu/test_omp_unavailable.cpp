@@ -21,7 +21,7 @@ int main() {
 #else
 
 #define BOOST_TEST_MODULE libmerge_cpu_omp_unavailable
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <vector>
 

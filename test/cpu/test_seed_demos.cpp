@@ -3,7 +3,7 @@
 // results are transcribed in demo/seed_data.hpp. Each result is also checked
 // against a std:: reference, so a transcription error would show up too.
 #define BOOST_TEST_MODULE libmerge_cpu_seed_demos
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <array>

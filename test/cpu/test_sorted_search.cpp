@@ -14,7 +14,7 @@
 // with lm::less<> and few_distinct keys. Every other pair runs every
 // comparator, distribution and pairing.
 #define BOOST_TEST_MODULE libmerge_cpu_sorted_search
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // each printout of seeds/000 and seeds/003 (test/data/seed_printouts.txt) must
 // appear, whitespace collapsed, in the demo's output on the serial backend.
 #define BOOST_TEST_MODULE demo_output
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <fstream>
 #include <sstream>

@@ -4,13 +4,15 @@
 // which is the newest listed one the device can run (PTX of an older one is
 // compiled for the device at load time and keeps its own architecture).
 #define BOOST_TEST_MODULE cuda_arch_choice
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "cuda_test_support.cuh"

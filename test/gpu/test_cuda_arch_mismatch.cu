@@ -2,7 +2,7 @@
 // architecture the CUDA backend must refuse with a clear lm::cuda_error, not
 // crash or run wrong code. On an sm_8x GPU it must simply work.
 #define BOOST_TEST_MODULE cuda_arch_mismatch
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <string>
 #include <vector>

@@ -6,7 +6,7 @@
 // sorted_equality_count with them as needles and haystack. 4 and 8 KB elements are
 // refused with std::invalid_argument (test_cuda_errors).
 #define BOOST_TEST_MODULE cuda_element_sizes
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Bad input to the CUDA backend: clear exceptions naming the problem, never a
 // crash, and the caller's outputs untouched.
 #define BOOST_TEST_MODULE cuda_errors
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -18,7 +18,7 @@
 // infinities and NaNs: lm::less and lm::greater order NaNs after (before)
 // every number, equivalent to each other (docs/api.md).
 #define BOOST_TEST_MODULE cuda_fundamental_types
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <boost/mpl/list.hpp>
 

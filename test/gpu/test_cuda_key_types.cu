@@ -15,7 +15,7 @@
 // and thrust::greater, lower and upper bounds, index, match and equality
 // counts.
 #define BOOST_TEST_MODULE cuda_key_types
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cmath>

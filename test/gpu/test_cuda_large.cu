@@ -2,7 +2,7 @@
 // merge sort and sorted search. 1-byte keys keep it fast; the serial backend
 // (or, for the search, arithmetic on run lengths) is the reference.
 #define BOOST_TEST_MODULE cuda_large
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -3,7 +3,7 @@
 // unbalanced inputs, stability, comparators, launch boxes, iterators,
 // policies, streams and allocators.
 #define BOOST_TEST_MODULE cuda_merge
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <atomic>

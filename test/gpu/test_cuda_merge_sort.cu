@@ -4,7 +4,7 @@
 // structured inputs, comparators, policies, streams, allocators and a
 // comparator that is not a strict weak order.
 #define BOOST_TEST_MODULE cuda_merge_sort
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <atomic>

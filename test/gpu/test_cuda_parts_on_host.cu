@@ -3,7 +3,7 @@
 // them for the host too, so these checks need no GPU and run in CI. Each
 // result is compared with a brute-force stable merge.
 #define BOOST_TEST_MODULE libmerge_cuda_parts_on_host
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>

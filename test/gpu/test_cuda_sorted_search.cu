@@ -18,7 +18,7 @@
 // smaller sizes. Under compute-sanitizer, which serializes streams, leave out
 // sorted_search_is_asynchronous_and_streams_overlap.
 #define BOOST_TEST_MODULE cuda_sorted_search
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <atomic>

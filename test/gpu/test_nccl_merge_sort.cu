@@ -14,7 +14,7 @@
 //    two runs, and the exchange in 2 to 8 rounds (chunks).
 // Several GPUs through NCCL: test_nccl_multigpu.cu.
 #define BOOST_TEST_MODULE nccl_merge_sort
-#include <boost/test/included/unit_test.hpp>
+#include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <cstdint>
