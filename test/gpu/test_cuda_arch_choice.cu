@@ -83,3 +83,80 @@ BOOST_AUTO_TEST_CASE(merge_and_sort_work) {
   BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
   test_support::check_same(cuda_test::to_host(out), merged, "merge");
 }
+
+// The other kernel families, so that each architecture of this binary
+// compiles and runs them all: the sort and merge of pairs, the dense sorted
+// search (merge path), the per-needle one (few needles) and the equality
+// count. Without a GPU, CI builds the other targets for sm_90 only
+// (scripts/test.sh): these binaries are where sm_80 and sm_100 code compiles.
+BOOST_AUTO_TEST_CASE(pairs_and_searches_work) {
+  std::mt19937 rng(5);
+  const std::size_t n = 300001;
+  std::vector<int> keys(n), vals(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    keys[i] = static_cast<int>(rng() % 5000);
+    vals[i] = static_cast<int>(i);
+  }
+  std::vector<std::pair<int, int>> ref(n);
+  for (std::size_t i = 0; i < n; ++i) ref[i] = {keys[i], vals[i]};
+  std::stable_sort(ref.begin(), ref.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<int> sorted_keys(n), sorted_vals(n);
+  for (std::size_t i = 0; i < n; ++i) std::tie(sorted_keys[i], sorted_vals[i]) = ref[i];
+
+  auto dk = cuda_test::to_device(keys), dv = cuda_test::to_device(vals);
+  lm::merge_sort_by_key(lm::cuda::par, dk.begin(), dk.end(), dv.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  test_support::check_same(cuda_test::to_host(dk), sorted_keys, "merge_sort_by_key keys");
+  test_support::check_same(cuda_test::to_host(dv), sorted_vals, "merge_sort_by_key values");
+
+  // Merge the sorted pairs' two halves back together: A's values first on ties.
+  const std::size_t half = n / 2;
+  std::vector<int> ak(sorted_keys.begin(), sorted_keys.begin() + half), bk(sorted_keys.begin() + half, sorted_keys.end());
+  std::vector<int> av(sorted_vals.begin(), sorted_vals.begin() + half), bv(sorted_vals.begin() + half, sorted_vals.end());
+  std::vector<std::pair<int, int>> ra(half), rb(n - half), merged(n);
+  for (std::size_t i = 0; i < half; ++i) ra[i] = {ak[i], av[i]};
+  for (std::size_t i = half; i < n; ++i) rb[i - half] = {bk[i - half], bv[i - half]};
+  std::merge(ra.begin(), ra.end(), rb.begin(), rb.end(), merged.begin(),
+             [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<int> merged_keys(n), merged_vals(n);
+  for (std::size_t i = 0; i < n; ++i) std::tie(merged_keys[i], merged_vals[i]) = merged[i];
+  auto dak = cuda_test::to_device(ak), dbk = cuda_test::to_device(bk);
+  auto dav = cuda_test::to_device(av), dbv = cuda_test::to_device(bv);
+  thrust::device_vector<int> ok(n), ov(n);
+  lm::merge_by_key(lm::cuda::par, dak.begin(), dak.end(), dbk.begin(), dbk.end(), dav.begin(), dbv.begin(),
+                   ok.begin(), ov.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  test_support::check_same(cuda_test::to_host(ok), merged_keys, "merge_by_key keys");
+  test_support::check_same(cuda_test::to_host(ov), merged_vals, "merge_by_key values");
+
+  // Lower bounds of A's keys in B: |A| = |B| (the dense tile) and 1000 needles
+  // (per needle); how often each of A's keys is in B.
+  auto lower_bounds = [&](const std::vector<int>& needles) {
+    std::vector<long long> out(needles.size());
+    for (std::size_t i = 0; i < needles.size(); ++i)
+      out[i] = std::lower_bound(bk.begin(), bk.end(), needles[i]) - bk.begin();
+    return out;
+  };
+  thrust::device_vector<long long> lb(half);
+  lm::sorted_search<lm::bounds::lower>(lm::cuda::par, dak.begin(), dak.end(), dbk.begin(), dbk.end(), lb.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  test_support::check_same(cuda_test::to_host(lb), lower_bounds(ak), "sorted_search, |A| = |B|");
+  std::vector<int> few(ak.begin(), ak.begin() + 1000);
+  std::sort(few.begin(), few.end());
+  auto dfew = cuda_test::to_device(few);
+  thrust::device_vector<long long> lb_few(few.size());
+  lm::sorted_search<lm::bounds::lower>(lm::cuda::par, dfew.begin(), dfew.end(), dbk.begin(), dbk.end(),
+                                       lb_few.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  test_support::check_same(cuda_test::to_host(lb_few), lower_bounds(few), "sorted_search, 1000 needles");
+
+  std::vector<long long> counts(half);
+  for (std::size_t i = 0; i < half; ++i) {
+    const auto r = std::equal_range(bk.begin(), bk.end(), ak[i]);
+    counts[i] = r.second - r.first;
+  }
+  thrust::device_vector<long long> dcounts(half);
+  lm::sorted_equality_count(lm::cuda::par, dak.begin(), dak.end(), dbk.begin(), dbk.end(), dcounts.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  test_support::check_same(cuda_test::to_host(dcounts), counts, "sorted_equality_count");
+}
