@@ -31,16 +31,11 @@ struct merge_sort_table {
     if (wide) return tuning::scale_vt(l.vt_wide, 8, sizeof(K));
     return pairs ? tuning::scale_vt(l.vt_pairs, 8, element_bytes) : tuning::scale_vt(l.vt_keys, 4, sizeof(K));
   }
-  // The large sorts' passes (wide keys have none).
-  static constexpr int large_vt(const tuning::merge_sort_line& l) {
+  // The passes of large or mid-sized sorts: vt from the line's field for keys
+  // and for pairs (wide keys have no such passes and keep vt).
+  static constexpr int pass_vt(const tuning::merge_sort_line& l, int vt_keys, int vt_pairs) {
     if (wide) return vt(l);
-    return pairs ? tuning::scale_vt(l.large_vt_pairs, 8, element_bytes)
-                 : tuning::scale_vt(l.large_vt_keys, 4, sizeof(K));
-  }
-  // The mid-sized sorts' passes (wide keys have none).
-  static constexpr int mid_vt(const tuning::merge_sort_line& l) {
-    if (wide) return vt(l);
-    return pairs ? tuning::scale_vt(l.mid_vt_pairs, 8, element_bytes) : tuning::scale_vt(l.mid_vt_keys, 4, sizeof(K));
+    return pairs ? tuning::scale_vt(vt_pairs, 8, element_bytes) : tuning::scale_vt(vt_keys, 4, sizeof(K));
   }
   static constexpr int shrink(int nt, int vt, std::size_t bytes_per_element, bool power_of_two) {
     while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * bytes_per_element >
@@ -59,7 +54,8 @@ struct merge_sort_table {
   template <std::size_t I>
   static constexpr auto boxes() {
     constexpr auto l = lines[I];
-    constexpr int bs_vt_ = bs_vt(l), vt_ = vt(l), large_vt_ = large_vt(l), mid_vt_ = mid_vt(l);
+    constexpr int bs_vt_ = bs_vt(l), vt_ = vt(l), large_vt_ = pass_vt(l, l.large_vt_keys, l.large_vt_pairs),
+                  mid_vt_ = pass_vt(l, l.mid_vt_keys, l.mid_vt_pairs);
     constexpr std::size_t bs_bytes = sizeof(K) > element_bytes - sizeof(K) ? sizeof(K) : element_bytes - sizeof(K);
     constexpr std::size_t pass_bytes = element_bytes + (pairs ? sizeof(tile_offset) : 0);
     constexpr int bs_nt = wide ? l.wide_nt : (pairs ? l.bs_nt_pairs : l.bs_nt_keys);
