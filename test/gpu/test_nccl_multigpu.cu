@@ -16,8 +16,10 @@
 //    timeout (the sort succeeds); a comparator that is no strict weak
 //    ordering (every rank throws, or the output is a permutation);
 //  - more than 2^31 keys in all.
-#define BOOST_TEST_NO_MAIN
-#define BOOST_TEST_ALTERNATIVE_INIT_API
+//
+// Its own main() (below) reports "skipped" before Boost.Test starts; the
+// linker then leaves out libmerge_boost_test's. Test sources are compiled
+// with BOOST_TEST_ALTERNATIVE_INIT_API: the init function is bool().
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
