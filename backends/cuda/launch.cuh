@@ -114,7 +114,8 @@ constexpr bool line_compiled(std::size_t index) {
   }
   return false;
 #else
-  return index == index;
+  (void)index;
+  return true;
 #endif
 }
 

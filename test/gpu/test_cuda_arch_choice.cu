@@ -131,24 +131,20 @@ BOOST_AUTO_TEST_CASE(pairs_and_searches_work) {
 
   // Lower bounds of A's keys in B: |A| = |B| (the dense tile) and 1000 needles
   // (per needle); how often each of A's keys is in B.
-  auto lower_bounds = [&](const std::vector<int>& needles) {
-    std::vector<long long> out(needles.size());
-    for (std::size_t i = 0; i < needles.size(); ++i)
-      out[i] = std::lower_bound(bk.begin(), bk.end(), needles[i]) - bk.begin();
-    return out;
-  };
-  thrust::device_vector<long long> lb(half);
+  thrust::device_vector<std::int64_t> lb(half);
   lm::sorted_search<lm::bounds::lower>(lm::cuda::par, dak.begin(), dak.end(), dbk.begin(), dbk.end(), lb.begin());
   BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
-  test_support::check_same(cuda_test::to_host(lb), lower_bounds(ak), "sorted_search, |A| = |B|");
+  test_support::check_same(cuda_test::to_host(lb), test_support::reference_bounds(ak, bk, false, lm::less<>()),
+                           "sorted_search, |A| = |B|");
   std::vector<int> few(ak.begin(), ak.begin() + 1000);
   std::sort(few.begin(), few.end());
   auto dfew = cuda_test::to_device(few);
-  thrust::device_vector<long long> lb_few(few.size());
+  thrust::device_vector<std::int64_t> lb_few(few.size());
   lm::sorted_search<lm::bounds::lower>(lm::cuda::par, dfew.begin(), dfew.end(), dbk.begin(), dbk.end(),
                                        lb_few.begin());
   BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
-  test_support::check_same(cuda_test::to_host(lb_few), lower_bounds(few), "sorted_search, 1000 needles");
+  test_support::check_same(cuda_test::to_host(lb_few), test_support::reference_bounds(few, bk, false, lm::less<>()),
+                           "sorted_search, 1000 needles");
 
   std::vector<long long> counts(half);
   for (std::size_t i = 0; i < half; ++i) {
