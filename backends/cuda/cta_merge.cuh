@@ -180,18 +180,22 @@ LIBMERGE_HOST_DEVICE __forceinline__ void serial_merge(const K* keys, int a, int
       });
 }
 
-// The CTA merge: keys[0, na) and keys[na, count) are two sorted ranges in
-// shared memory, visible to the group of threads merging them; the caller's
-// thread tid (0-based within that group) produces outputs VT*tid .. VT*tid +
-// VT-1 of the merge in registers: the keys and their tile offsets (the caller
-// keeps whichever it needs; the compiler drops the other). Bounds picks who
-// wins ties: lower, A (a stable merge); upper, B.
+// The CTA merge: keys[0, na) and keys[b_at, b_at + nb) (b_at >= na) are two
+// sorted ranges in shared memory, visible to the group of threads merging
+// them; the caller's thread tid (0-based within that group) produces outputs
+// VT*tid .. VT*tid + VT-1 of the merge in registers: the keys and their
+// offsets in keys (the caller keeps whichever it needs; the compiler drops
+// the other). Bounds picks who wins ties: lower, A (a stable merge); upper,
+// B. B follows A directly (b_at == na) where the tile was loaded through
+// registers; a gap lies between them where bulk copies staged it
+// (bulk_load.cuh).
 template <int VT, bounds Bounds = bounds::lower, class K, class Comp>
-LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge(const K* keys, int na, int count, int tid, K (&merged)[VT], int (&src)[VT],
-                                          Comp& comp) {
+LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge(const K* keys, int na, int b_at, int nb, int tid, K (&merged)[VT],
+                                                    int (&src)[VT], Comp& comp) {
+  const int count = na + nb;
   const int diag = VT * tid < count ? VT * tid : count;
-  const int a = merge_path<Bounds, int>(keys, na, keys + na, count - na, diag, comp);
-  serial_merge<VT, Bounds>(keys, a, na, na + diag - a, count, merged, src, comp);
+  const int a = merge_path<Bounds, int>(keys, na, keys + b_at, nb, diag, comp);
+  serial_merge<VT, Bounds>(keys, a, na, b_at + diag - a, b_at + nb, merged, src, comp);
 }
 
 // Level 1 of a 4-way merge as one CTA merge: keys[0, na) holds piece 0 and,

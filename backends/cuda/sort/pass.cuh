@@ -113,7 +113,8 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
     __syncthreads();
   }
   // The last level: the two halves.
-  cta_merge<Box::vt>(keys, Ways == 4 ? d.size[0] + d.size[1] : d.size[0], count, tid, merged, from, comp);
+  const int half = Ways == 4 ? d.size[0] + d.size[1] : d.size[0];
+  cta_merge<Box::vt>(keys, half, half, count - half, tid, merged, from, comp);
   if constexpr (WithValues) {
     // Each output's value sits at the tile offset its key came from (through
     // level 1's offsets for 4 ways).
