@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <iterator>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -15,6 +16,7 @@
 #include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/functional.hpp"
 #include "../../policies/cuda.hpp"
+#include "bulk_load.cuh"
 #include "cta_merge.cuh"
 #include "device.cuh"
 #include "error.hpp"
@@ -27,14 +29,33 @@ namespace libmerge::detail::cuda_backend {
 
 // Shared memory of a merge tile: its keys (A's range, then B's) and, for
 // merge_by_key, its values and for each output position the tile offset of its
-// source.
-template <class K, class V, bool WithValues, int NV>
+// source. Keys staged by bulk copies keep their sources' offsets in 16-byte
+// lines (bulk_pair_bytes), and their barrier comes last.
+template <class K, class V, bool WithValues, int NV, bool BulkKeys = false>
 struct merge_layout {
   static constexpr std::size_t keys = 0;
-  static constexpr std::size_t vals = align_up(NV * sizeof(K), 16);
+  static constexpr std::size_t vals = BulkKeys ? bulk_pair_bytes<K>(NV) : align_up(NV * sizeof(K), 16);
   static constexpr std::size_t sources = vals + (WithValues ? align_up(NV * sizeof(V), 16) : 0);
-  static constexpr std::size_t bytes = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
+  static constexpr std::size_t barrier = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
+  static constexpr std::size_t bytes = barrier + (BulkKeys ? 16 : 0);
 };
+
+// Whether a merge of the geometry stages its tiles' keys by bulk copies
+// (bulk_load.cuh; kernels for sm_90 and later do, the layout leaves room on
+// every architecture): keys-only merges of keys up to 4 bytes read through
+// plain pointers. H200, whole merges staged against loaded through
+// registers, same boxes, one call: int32 keys 2^24..2^28 0.89-0.91x the
+// time (2^20..2^23 0.97-1.0x); int64 keys 1.06-1.09x (and 24 B spilled at
+// 512x9); int32 pairs, keys and values staged, 1.00-1.09x. CUB 3.6 stages
+// all but 8-byte keys.
+template <class Geometry>
+inline constexpr bool bulk_keys_of = !Geometry::with_values && sizeof(typename Geometry::key_type) <= 4 &&
+                                     bulk_loadable<typename Geometry::key_type, decltype(Geometry::a_keys)> &&
+                                     bulk_loadable<typename Geometry::key_type, decltype(Geometry::b_keys)>;
+
+template <class Geometry, int NV>
+using merge_tile_layout = merge_layout<typename Geometry::key_type, typename Geometry::value_type,
+                                       Geometry::with_values, NV, bulk_keys_of<Geometry>>;
 
 // What one SM holds on the architecture of this compilation pass: its
 // tuning entry's limits (policies/launch_box.hpp; none on the host pass).
@@ -65,32 +86,51 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
   using K = typename Geometry::key_type;
   using V = typename Geometry::value_type;
   constexpr bool with_values = Geometry::with_values;
-  using layout = merge_layout<K, V, with_values, Box::nv>;
-  K* keys = reinterpret_cast<K*>(smem + layout::keys);
+  using layout = merge_tile_layout<Geometry, Box::nv>;
 
   const int na = static_cast<int>(r.a1 - r.a0);
   const int count = r.count();
+  const int nb = count - na;
   const index_t a_at = r.problem.a_begin + r.a0;
   const index_t b_at = r.problem.b_begin + r.b0;
   const int tid = static_cast<int>(threadIdx.x);
-  load_tile<Box::nt, Box::vt, Full>(g.a_keys + a_at, na, g.b_keys + b_at, count, keys, tid);
-  if constexpr (with_values) {
-    // Values load together with the keys: twice the bytes in flight, and no
-    // second trip to memory after the merge.
-    V* vals = reinterpret_cast<V*>(smem + layout::vals);
-    load_tile<Box::nt, Box::vt, Full>(g.a_vals + a_at, na, g.b_vals + b_at, count, vals, tid);
+  // A's range at keys[0, na), B's at keys[kb, kb + nb): back to back where
+  // loaded through registers, where the sources' alignment puts them where
+  // staged.
+  K* keys = reinterpret_cast<K*>(smem + layout::keys);
+  int kb = na;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr bool bulk = bulk_keys_of<Geometry>;
+#else
+  constexpr bool bulk = false;
+#endif
+  if constexpr (bulk) {
+    bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + layout::barrier), tid);
+    const auto staged = loader.stage_pair(g.a_keys + a_at, na, g.b_keys + b_at, nb, smem + layout::keys);
+    keys = staged.a;
+    kb = staged.b_at;
+    loader.wait();
+  } else {
+    load_tile<Box::nt, Box::vt, Full>(g.a_keys + a_at, na, g.b_keys + b_at, count, keys, tid);
+    if constexpr (with_values) {
+      // Values load together with the keys: twice the bytes in flight, and no
+      // second trip to memory after the merge.
+      V* vals = reinterpret_cast<V*>(smem + layout::vals);
+      load_tile<Box::nt, Box::vt, Full>(g.a_vals + a_at, na, g.b_vals + b_at, count, vals, tid);
+    }
+    __syncthreads();
   }
-  __syncthreads();
 
   K merged[Box::vt];
   int src[Box::vt];
-  cta_merge<Box::vt>(keys, na, count, tid, merged, src, comp);
+  cta_merge<Box::vt>(keys, na, kb, nb, tid, merged, src, comp);
 
   if constexpr (!with_values) {
     // Keys only: the merged keys are in registers; write them out through the
     // tile's key buffer, once every thread has finished reading it.
     __syncthreads();
-    store_warp_striped<Box::vt, Full>(merged, keys, keys_out + out0, count, tid);
+    store_warp_striped<Box::vt, Full>(merged, reinterpret_cast<K*>(smem + layout::keys), keys_out + out0, count,
+                                      tid);
   } else {
     // Keys and values: publish each output's source offset, then every thread
     // gathers both key and value of consecutive outputs (one shared index
@@ -136,9 +176,7 @@ __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Ge
 template <class Box, class Policy, class Geometry, class KeysOut, class ValsOut, class Comp>
 void launch_merge(const Policy& policy, const device_info& dev, const Geometry& g, KeysOut keys_out,
                   ValsOut vals_out, Comp comp, const char* algorithm) {
-  using layout = merge_layout<typename Geometry::key_type, typename Geometry::value_type, Geometry::with_values,
-                              Box::nv>;
-  const std::size_t smem = layout::bytes;
+  const std::size_t smem = merge_tile_layout<Geometry, Box::nv>::bytes;
 
   // Everything that can refuse the call does so before anything is launched.
   const index_t num_tiles = (g.size() + Box::nv - 1) / Box::nv;

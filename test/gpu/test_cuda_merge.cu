@@ -260,6 +260,99 @@ BOOST_AUTO_TEST_CASE(merge_launch_box_512x13_large_shared_memory) { check_box<lm
 BOOST_AUTO_TEST_CASE(merge_launch_box_256x8) { check_box<lm::launch_box<256, 8>>(54); }
 BOOST_AUTO_TEST_CASE(merge_launch_box_96x31) { check_box<lm::launch_box<96, 31>>(55); }
 
+// Ranges at every offset in a 16-byte line. From sm_90 on, a keys-only
+// merge of keys up to 4 bytes stages each tile by bulk copies of whole
+// 16-byte lines, the elements before the first line and after the last
+// copied by the threads (backends/cuda/bulk_load.cuh), so where a range
+// starts in its line decides which of them copies what. Keys of 1, 2, 4, 8
+// and 16 bytes (the last two, and merge_by_key, loaded through registers:
+// the same offsets for them), each input and output 0 .. 16 / size - 1
+// elements into its allocation, sizes from one element to several tiles,
+// against lm::serial.
+struct alignas(16) wide_key {
+  long long key, tag;
+  bool operator==(const wide_key& o) const { return key == o.key && tag == o.tag; }
+  bool operator!=(const wide_key& o) const { return !(*this == o); }
+};
+std::ostream& operator<<(std::ostream& os, const wide_key& w) { return os << "{" << w.key << "," << w.tag << "}"; }
+// Ordered by key alone: equal keys with different tags show stability.
+__host__ __device__ bool operator<(const wide_key& x, const wide_key& y) { return x.key < y.key; }
+
+template <class T>
+thrust::device_vector<T> at_offset(const std::vector<T>& h, int offset) {
+  thrust::device_vector<T> d(h.size() + 16 / sizeof(T));
+  thrust::copy(h.begin(), h.end(), d.begin() + offset);
+  return d;
+}
+
+template <class K, class V, class Comp, class Make>
+void check_line_offsets(Comp comp, Make make, std::uint64_t seed) {
+  constexpr int keys_a_line = static_cast<int>(16 / sizeof(K)), vals_a_line = static_cast<int>(16 / sizeof(V));
+  std::mt19937_64 rng(seed);
+  const long long nv = cuda_test::tuned_merge_nv<K, V>();
+  for (long long n : {1LL, 2LL, 5LL, 17LL, 40LL, nv - 3, nv + 1, 3 * nv + 7}) {
+    for (int oa = 0; oa < keys_a_line; ++oa) {
+      const int ob = static_cast<int>(rng() % keys_a_line), oo = static_cast<int>(rng() % keys_a_line);
+      const int va = oa % vals_a_line, vb = static_cast<int>(rng() % vals_a_line);
+      const long long na = static_cast<long long>(rng() % static_cast<std::uint64_t>(n + 1)), nb = n - na;
+      std::vector<K> a(static_cast<std::size_t>(na)), b(static_cast<std::size_t>(nb));
+      for (auto& x : a) x = make(rng);
+      for (auto& x : b) x = make(rng);
+      std::sort(a.begin(), a.end(), comp);
+      std::sort(b.begin(), b.end(), comp);
+      std::vector<V> av(a.size()), bv(b.size());
+      for (std::size_t i = 0; i < av.size(); ++i) av[i] = static_cast<V>(i);
+      for (std::size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<V>(na + static_cast<long long>(i));
+      std::vector<K> ek(a.size() + b.size());
+      std::vector<V> ev(ek.size());
+      lm::merge_by_key(lm::serial, a.begin(), a.end(), b.begin(), b.end(), av.begin(), bv.begin(), ek.begin(),
+                       ev.begin(), comp);
+      std::ostringstream what;
+      what << sizeof(K) << "-byte keys, " << sizeof(V) << "-byte values, na " << na << " nb " << nb
+           << ", offsets (elements) a " << oa << " b " << ob << " out " << oo << ", values a " << va << " b " << vb;
+
+      const auto da = at_offset(a, oa), db = at_offset(b, ob);
+      const auto dav = at_offset(av, va), dbv = at_offset(bv, vb);
+      const K* pa = thrust::raw_pointer_cast(da.data()) + oa;
+      const K* pb = thrust::raw_pointer_cast(db.data()) + ob;
+      const V* pav = thrust::raw_pointer_cast(dav.data()) + va;
+      const V* pbv = thrust::raw_pointer_cast(dbv.data()) + vb;
+      thrust::device_vector<K> keys(ek.size() + keys_a_line);
+      thrust::device_vector<V> vals(ek.size() + vals_a_line);
+      K* pk = thrust::raw_pointer_cast(keys.data()) + oo;
+      V* pv = thrust::raw_pointer_cast(vals.data()) + oo % vals_a_line;
+
+      lm::merge(lm::cuda::par, pa, pa + na, pb, pb + nb, pk, comp);
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<K> got(ek.size());
+      thrust::copy(keys.begin() + oo, keys.begin() + oo + static_cast<long long>(ek.size()), got.begin());
+      check_same(got, ek, "merge, " + what.str());
+
+      lm::merge_by_key(lm::cuda::par, pa, pa + na, pb, pb + nb, pav, pbv, pk, pv, comp);
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<V> got_vals(ev.size());
+      thrust::copy(keys.begin() + oo, keys.begin() + oo + static_cast<long long>(ek.size()), got.begin());
+      thrust::copy(vals.begin() + oo % vals_a_line, vals.begin() + oo % vals_a_line + static_cast<long long>(ev.size()),
+                   got_vals.begin());
+      check_same(got, ek, "merge_by_key keys, " + what.str());
+      check_same(got_vals, ev, "merge_by_key values, " + what.str());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(merge_of_ranges_at_every_offset_in_a_line) {
+  // Few distinct keys: ties across A and B at every offset.
+  check_line_offsets<std::uint8_t, double>(lm::less<>(), [](auto& rng) { return std::uint8_t(rng() % 7); }, 60);
+  check_line_offsets<std::int16_t, std::int64_t>(lm::greater<>(), [](auto& rng) { return std::int16_t(rng() % 1000); },
+                                                61);
+  check_line_offsets<std::int32_t, std::int16_t>(lm::less<>(), [](auto& rng) { return std::int32_t(rng() % 5000); },
+                                                62);
+  check_line_offsets<std::int64_t, std::uint8_t>(lm::less<>(), [](auto& rng) { return std::int64_t(rng()); }, 63);
+  check_line_offsets<wide_key, std::int32_t>(
+      lm::less<>(), [](auto& rng) { return wide_key{static_cast<long long>(rng() % 100), static_cast<long long>(rng())}; },
+      64);
+}
+
 // Fancy iterators: counting and transform inputs, discard outputs, mixed
 // input iterator types, device_ptr and raw pointers.
 struct times_three {

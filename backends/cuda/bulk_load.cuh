@@ -1,0 +1,118 @@
+// Tile loads by the copy engine (sm_90 on): a range of global memory staged in
+// shared memory with cp.async.bulk, what CUB 3.6's DeviceMerge does on sm_90
+// (cub::detail::BlockLoadToShared, which CCCL 3.0 lacks). One thread issues a
+// copy per range, no element passes through registers, and the CTA waits on
+// one mbarrier. A bulk copy moves whole 16-byte lines between 16-byte aligned
+// addresses, so a range lands at its source address's offset within a line:
+// two ranges staged one after the other take up to 48 bytes more than their
+// elements (bulk_pair_bytes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <cuda/ptx>
+
+namespace libmerge::detail::cuda_backend {
+
+// Whether ranges of T read through It can be staged by bulk copies: It is a
+// plain pointer to T (no conversion, no fancy iterator), and every T sits at
+// an offset in its 16-byte line that is a multiple of its size, so that the
+// bytes copied by hand before and after the lines are whole elements.
+template <class T, class It>
+inline constexpr bool bulk_loadable =
+    std::is_pointer_v<It> && std::is_same_v<std::remove_cv_t<std::remove_pointer_t<It>>, T> &&
+    (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) &&
+    alignof(T) == sizeof(T);
+
+// Shared memory for two ranges of n elements of T in all, staged by
+// stage_pair: each begins up to 16 - sizeof(T) bytes into a line, and B's
+// first line follows A's last, so at most 47 bytes go unused.
+template <class T>
+constexpr std::size_t bulk_pair_bytes(std::size_t n) {
+  return (n * sizeof(T) + 15) / 16 * 16 + 48;
+}
+
+// Where stage_pair put two ranges: a[0, na) at a, b[0, nb) at a + b_at.
+template <class T>
+struct staged_pair {
+  T* a;
+  int b_at;
+};
+
+// A CTA's bulk copies into shared memory, completed on one mbarrier (in
+// shared memory, 8 bytes, not written by anything else). Every thread of the
+// CTA constructs it, stages the same ranges and waits; one thread issues the
+// copies (in the last warp, as CUB does, away from the first warp's work).
+// Used once per kernel: the barrier's first phase.
+template <int NT>
+class bulk_loader {
+ public:
+  __device__ __forceinline__ bulk_loader(std::uint64_t* barrier, int tid)
+      : barrier_(barrier), tid_(tid), elected_(tid == NT - 32) {
+    static_assert(NT % 32 == 0, "bulk_loader: whole warps");
+    if (elected_) ::cuda::ptx::mbarrier_init(barrier_, 1);
+    __syncthreads();  // initialized before any thread uses it (as CUB's BlockLoadToShared does)
+  }
+
+  // Stages src[0, n) at dst + (src's offset in its 16-byte line); dst is
+  // 16-byte aligned with room for n elements and 15 bytes. Returns where src[0]
+  // lands. The lines in the middle go by one bulk copy; the elements before
+  // the first line and after the last (under 16 bytes each) by the threads.
+  template <class T>
+  __device__ __forceinline__ T* stage(const T* src, int n, unsigned char* dst) {
+    constexpr int size = static_cast<int>(sizeof(T));
+    const int lead = static_cast<int>(reinterpret_cast<std::uintptr_t>(src) % 16);
+    T* out = reinterpret_cast<T*>(dst + lead);
+    const int head = min(n, (16 - lead) % 16 / size);
+    const int body = (n - head) * size / 16 * 16 / size;
+    if (elected_ && body > 0) {
+      // The CTA's own shared memory as the destination where the PTX ISA has
+      // it (8.6, CUDA 12.8); before, the same address in the cluster's.
+#if __cccl_ptx_isa >= 860
+      ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_shared, ::cuda::ptx::space_global, out + head, src + head,
+                                 static_cast<std::uint32_t>(body * size), barrier_);
+#else
+      ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, out + head, src + head,
+                                 static_cast<std::uint32_t>(body * size), barrier_);
+#endif
+      bytes_ += static_cast<std::uint32_t>(body * size);
+    }
+    const int by_hand = n - body;  // head, then the tail after the body
+    for (int i = tid_; i < by_hand; i += NT) {
+      const int j = i < head ? i : i + body;
+      out[j] = src[j];
+    }
+    return out;
+  }
+
+  // Stages a[0, na) at dst and b[0, nb) from the 16-byte line after a's
+  // last; dst is 16-byte aligned with bulk_pair_bytes<T>(na + nb) bytes.
+  template <class T>
+  __device__ __forceinline__ staged_pair<T> stage_pair(const T* a, int na, const T* b, int nb, unsigned char* dst) {
+    T* at = stage(a, na, dst);
+    const auto a_end = reinterpret_cast<std::uintptr_t>(at + na) - reinterpret_cast<std::uintptr_t>(dst);
+    T* bt = stage(b, nb, dst + (a_end + 15) / 16 * 16);
+    return {at, static_cast<int>(bt - at)};
+  }
+
+  // Waits until every staged element is in shared memory.
+  __device__ __forceinline__ void wait() {
+    if (elected_) {
+      (void)::cuda::ptx::mbarrier_arrive_expect_tx(::cuda::ptx::sem_release, ::cuda::ptx::scope_cta,
+                                                 ::cuda::ptx::space_shared, barrier_, bytes_);
+    }
+    __syncthreads();  // the elements copied by hand
+    while (!::cuda::ptx::mbarrier_try_wait_parity(barrier_, 0u)) {
+    }
+  }
+
+ private:
+  std::uint64_t* barrier_;
+  int tid_;
+  bool elected_;
+  std::uint32_t bytes_ = 0;
+};
+
+}  // namespace libmerge::detail::cuda_backend
