@@ -1,7 +1,8 @@
 // libmerge benchmark driver. Prints a table and writes JSON (perf/plot.py turns
 // it into PNG plots for docs/).
 //
-//   libmerge_bench [--cpu] [--gpu] [--tune] [--tune-small] [--json FILE] [--runs R] [--quick]
+//   libmerge_bench [--cpu] [--gpu] [--tune] [--tune-small] [--profile [--profile-log2 K]] [--json FILE]
+//                  [--runs R] [--quick]
 //
 // --tune times libmerge with a range of launch boxes against CUB instead of the
 // tuned box against CUB and Thrust (at 2^20, 2^24, 2^28); --tune-small does the
@@ -49,6 +50,7 @@ namespace {
 struct options {
   bool cpu = false, gpu = false, quick = false, tune = false, tune_small = false, profile = false;
   int runs = 0;  // 0: default per section
+  int profile_log2 = 26;
   std::string json = "libmerge_bench.json";
 };
 
@@ -428,9 +430,11 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
   thrust_arena thrust_temp{thrust_buf, temp_bytes, 0, 0};
 
   if (opt.profile) {
-    // One call of each on 2^26 int32 keys and pairs, for a profiler (ncu) to look at.
-    merge_case<std::int32_t, void> keys(1LL << 26, "int32", s, &thrust_temp, cub_buf, temp_bytes);
-    merge_case<std::int32_t, std::int32_t> pairs(1LL << 26, "int32/int32", s, &thrust_temp, cub_buf, temp_bytes);
+    // One call of each on 2^26 (--profile-log2) int32 keys and pairs, for a
+    // profiler (ncu) or compute-sanitizer to look at.
+    const long long n = 1LL << opt.profile_log2;
+    merge_case<std::int32_t, void> keys(n, "int32", s, &thrust_temp, cub_buf, temp_bytes);
+    merge_case<std::int32_t, std::int32_t> pairs(n, "int32/int32", s, &thrust_temp, cub_buf, temp_bytes);
     keys.run_lm();
     keys.run_cub();
     pairs.run_lm();
@@ -462,7 +466,7 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
       // The shapes around each tuned line (policies/launch_box.hpp).
       using lm::launch_box;
       tune_case<std::int32_t, void, launch_box<256, 23>, launch_box<384, 19>, launch_box<384, 23>, launch_box<512, 15>,
-                launch_box<512, 19>, launch_box<512, 23>>(timer, keys);
+                launch_box<512, 17>, launch_box<512, 19>, launch_box<512, 21>, launch_box<512, 23>>(timer, keys);
       tune_case<std::int32_t, std::int32_t, launch_box<256, 9>, launch_box<384, 9>, launch_box<512, 7>, launch_box<512, 9>,
                 launch_box<512, 11>>(timer, pairs);
       tune_case<std::int64_t, void, launch_box<256, 11>, launch_box<384, 9>, launch_box<512, 7>, launch_box<512, 9>,
@@ -525,10 +529,11 @@ int main(int argc, char** argv) {
     else if (a == "--tune") opt.tune = opt.gpu = true;
     else if (a == "--tune-small") opt.tune_small = opt.gpu = true;
     else if (a == "--profile") opt.profile = opt.gpu = true;
+    else if (a == "--profile-log2" && i + 1 < argc) opt.profile_log2 = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
     else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: libmerge_bench [--cpu] [--gpu] [--tune] [--tune-small] [--profile] [--json FILE] [--runs R] [--quick]\n");
+      std::fprintf(stderr, "usage: libmerge_bench [--cpu] [--gpu] [--tune] [--tune-small] [--profile [--profile-log2 K]] [--json FILE] [--runs R] [--quick]\n");
       return 2;
     }
   }
