@@ -11,7 +11,7 @@
 # takes. Compiling every target for three architectures made CI's build about
 # twice as long (73 minutes on 2 cores, 2026-11-29). LIBMERGE_CUDA_ARCHS
 # overrides the choice (a CMAKE_CUDA_ARCHITECTURES list, e.g. "80;90;100").
-# The GPU tests' host code is compiled at -O1 then (nvcc's -O is the host's
+# The GPU tests' host code is compiled at -O0 then (nvcc's -O is the host's
 # alone: their device code stays the same), at the build type's -O3 with a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ bash scripts/setup-deps.sh
 source scripts/env.sh
 labels=cpu
 archs=90
-host_opt=-O1  # the GPU tests' host code, compiled and never run here
+host_opt=-O0  # the GPU tests' host code, compiled and never run here
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   labels='cpu|gpu'
   archs=native

@@ -1,5 +1,5 @@
-// Built several times for different architecture lists (test/gpu/CMakeLists.txt
-// passes the two listed, LIBMERGE_TEST_ARCH_LO and _HI, e.g. 80 and 90): the tuning line and programmatic
+// Built for several architecture lists (test/gpu/CMakeLists.txt; nvcc names
+// them in __CUDA_ARCH_LIST__, e.g. 800,900,1000): the tuning line and programmatic
 // dependent launch follow the architecture each kernel was compiled for,
 // which is the newest listed one the device can run (PTX of an older one is
 // compiled for the device at load time and keeps its own architecture).
@@ -20,17 +20,17 @@
 namespace lm = libmerge;
 namespace cb = internals::cuda;
 
-#if !defined(LIBMERGE_TEST_ARCH_LO) || !defined(LIBMERGE_TEST_ARCH_HI)
-#error "LIBMERGE_TEST_ARCH_LO and LIBMERGE_TEST_ARCH_HI must name the compiled architectures, e.g. 80 and 90"
+#if !defined(__CUDA_ARCH_LIST__)
+#error "nvcc names the compiled architectures in __CUDA_ARCH_LIST__ (CUDA 11.5 on)"
 #endif
 
 namespace {
 
 int expected_arch(int cc) {
-  const std::vector<int> archs = {LIBMERGE_TEST_ARCH_LO, LIBMERGE_TEST_ARCH_HI};
+  const std::vector<int> archs = {__CUDA_ARCH_LIST__};
   int best = 0;
   for (int a : archs) {
-    if (a <= cc && a > best) best = a;
+    if (a / 10 <= cc && a / 10 > best) best = a / 10;
   }
   return best;
 }
