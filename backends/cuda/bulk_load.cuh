@@ -28,7 +28,8 @@ inline constexpr bool bulk_loadable =
 
 // Shared memory for two ranges of n elements of T in all, staged by
 // stage_pair: each begins up to 16 - sizeof(T) bytes into a line, and B's
-// first line follows A's last, so at most 47 bytes go unused.
+// first line follows A's last, so at most 3 (16 - sizeof(T)) bytes (45) go
+// unused.
 template <class T>
 constexpr std::size_t bulk_pair_bytes(std::size_t n) {
   return (n * sizeof(T) + 15) / 16 * 16 + 48;
@@ -52,7 +53,12 @@ class bulk_loader {
   __device__ __forceinline__ bulk_loader(std::uint64_t* barrier, int tid)
       : barrier_(barrier), tid_(tid), elected_(tid == NT - 32) {
     static_assert(NT % 32 == 0, "bulk_loader: whole warps");
-    if (elected_) ::cuda::ptx::mbarrier_init(barrier_, 1);
+    if (elected_) {
+      ::cuda::ptx::mbarrier_init(barrier_, 1);
+      // The initialization visible to the copy engine (the async proxy), as
+      // CUB's bulk-copy transform kernel does after its mbarrier_init.
+      ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
+    }
     __syncthreads();  // initialized before any thread uses it (as CUB's BlockLoadToShared does)
   }
 
@@ -89,11 +95,16 @@ class bulk_loader {
 
   // Stages a[0, na) at dst and b[0, nb) from the 16-byte line after a's
   // last; dst is 16-byte aligned with bulk_pair_bytes<T>(na + nb) bytes.
+  // With A empty the pair starts at B's first element: a merge reads the
+  // pair's first element where a side is exhausted (serial_merge), and it
+  // must be an input key, not whatever shared memory held (a comparator may
+  // dereference its keys).
   template <class T>
   __device__ __forceinline__ staged_pair<T> stage_pair(const T* a, int na, const T* b, int nb, unsigned char* dst) {
     T* at = stage(a, na, dst);
     const auto a_end = reinterpret_cast<std::uintptr_t>(at + na) - reinterpret_cast<std::uintptr_t>(dst);
     T* bt = stage(b, nb, dst + (a_end + 15) / 16 * 16);
+    if (na == 0) return {bt, 0};
     return {at, static_cast<int>(bt - at)};
   }
 

@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 
 #include <iterator>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <tuple>

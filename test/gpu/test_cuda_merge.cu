@@ -289,8 +289,9 @@ template <class K, class V, class Comp, class Make>
 void check_line_offsets(Comp comp, Make make, std::uint64_t seed) {
   constexpr int keys_a_line = static_cast<int>(16 / sizeof(K)), vals_a_line = static_cast<int>(16 / sizeof(V));
   std::mt19937_64 rng(seed);
-  const long long nv = cuda_test::tuned_merge_nv<K, V>();
-  for (long long n : {1LL, 2LL, 5LL, 17LL, 40LL, nv - 3, nv + 1, 3 * nv + 7}) {
+  // Tile boundaries of both merges: keys only (the staged one) and by key.
+  const long long nk = cuda_test::tuned_merge_nv<K>(), np = cuda_test::tuned_merge_nv<K, V>();
+  for (long long n : {1LL, 2LL, 5LL, 17LL, 40LL, nk - 3, nk + 1, 3 * nk + 7, np - 3, np + 1, 3 * np + 7}) {
     for (int oa = 0; oa < keys_a_line; ++oa) {
       const int ob = static_cast<int>(rng() % keys_a_line), oo = static_cast<int>(rng() % keys_a_line);
       const int va = oa % vals_a_line, vb = static_cast<int>(rng() % vals_a_line);
