@@ -77,12 +77,12 @@ class bulk_loader {
       // The CTA's own shared memory as the destination where the PTX ISA has
       // it (8.6, CUDA 12.8); before, the same address in the cluster's.
 #if __cccl_ptx_isa >= 860
-      ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_shared, ::cuda::ptx::space_global, out + head, src + head,
-                                 static_cast<std::uint32_t>(body * size), barrier_);
+      constexpr auto destination = ::cuda::ptx::space_shared;
 #else
-      ::cuda::ptx::cp_async_bulk(::cuda::ptx::space_cluster, ::cuda::ptx::space_global, out + head, src + head,
-                                 static_cast<std::uint32_t>(body * size), barrier_);
+      constexpr auto destination = ::cuda::ptx::space_cluster;
 #endif
+      ::cuda::ptx::cp_async_bulk(destination, ::cuda::ptx::space_global, out + head, src + head,
+                                 static_cast<std::uint32_t>(body * size), barrier_);
       bytes_ += static_cast<std::uint32_t>(body * size);
     }
     const int by_hand = n - body;  // head, then the tail after the body
