@@ -290,6 +290,13 @@ struct sort_case {
       // the tuning table's passes for any comparator (launch_box.hpp).
       record("lm, custom comparator", ctx.timer->median_ms(su, [&] { run_lm_with_comp(lm::cuda::par.on(ctx.stream)); }));
     }
+    if constexpr (std::is_same_v<Comp, int_less>) {
+      // "lm, checked": the comparator's sample check (the call waits for
+      // it) and the permutation guard (docs/cuda-merge-sort.md).
+      if (s == shape::random) {
+        record("lm, checked", ctx.timer->median_ms(su, [&] { run_lm(lm::cuda::par.on(ctx.stream).checked()); }));
+      }
+    }
     record("cub::DeviceMergeSort", ctx.timer->median_ms(su, [&] { run_cub(); }));
     record("thrust::sort", ctx.timer->median_ms(su, [&] { run_thrust(); }));
     if (radix && std::is_integral_v<K>) record("cub::DeviceRadixSort", ctx.timer->median_ms(su, [&] { run_radix(); }));

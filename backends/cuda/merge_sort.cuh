@@ -98,13 +98,13 @@ struct sort_memory {
   K* run_samples = nullptr;
 };
 
-template <class BsBox, class Box, bool WithValues, class Policy, class K, class V>
+template <class BsBox, class Box, bool WithValues, bool Guard, class Policy, class K, class V>
 void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const Policy& policy, const sort_shape& s,
                    K* keys, index_t n, V* vals, const runs_target<K, V>* into, const char* algorithm) {
   const bool four = s.max_ways == 4;
   const std::size_t scratch_keys = s.num_passes > 0 && into == nullptr ? bytes_of<K>(n) : 0;
   const std::size_t scratch_vals = s.num_passes > 0 && into == nullptr && WithValues ? bytes_of<V>(n) : 0;
-  const std::size_t flag_bytes = align_up(sort_flags::bytes(s.num_passes), 256);
+  const std::size_t flag_bytes = align_up(sort_flags::bytes(s.num_passes, Guard), 256);
   // Tile descriptors: one for every CTA of the largest pass grid.
   const std::size_t desc_bytes =
       align_up((four ? sizeof(tile_desc<4>) : sizeof(tile_desc<2>)) * static_cast<std::size_t>(s.max_tiles), 256);
@@ -124,7 +124,7 @@ void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const 
                           : sort_buffers<K, V>{keys, reinterpret_cast<K*>(t), vals,
                                                reinterpret_cast<V*>(t + scratch_keys)};
   t += scratch_keys + scratch_vals;
-  m.flags = sort_flags::at(t, s.num_passes);
+  m.flags = sort_flags::at(t, s.num_passes, Guard);
   m.descs = t + flag_bytes;
   m.samples = reinterpret_cast<index_t*>(t + flag_bytes + desc_bytes);
   m.sample_keys = reinterpret_cast<K*>(t + flag_bytes + desc_bytes + sample_bytes);
@@ -132,8 +132,9 @@ void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const 
 }
 
 // Step 3, the merge passes: for each, its partition (and for a 4-way pass
-// its pair samples first), then its pass kernel.
-template <class Box, int MaxWays, class K, class V, bool WithValues, class Allocator, class Comp>
+// its pair samples first), then its pass kernel (Guard: with the
+// permutation guard, sort/state.cuh).
+template <class Box, int MaxWays, bool Guard, class K, class V, bool WithValues, class Allocator, class Comp>
 void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, index_t n, Comp comp,
                    cudaStream_t stream, const device_info& dev, const char* algorithm) {
   constexpr std::size_t pass_smem = merge_layout<K, V, WithValues, Box::nv>::bytes;
@@ -156,7 +157,7 @@ void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, i
              "pass_partition_kernel", key_buf, n, pass, static_cast<index_t>(Box::nv), p, m.flags, d,
              static_cast<const index_t*>(nullptr), static_cast<const K*>(nullptr), static_cast<const K*>(nullptr),
              comp);
-      launch(pass_kernel<Box, 2, K, V, WithValues, Comp>, pass.launch_tiles, Box::nt, pass_smem, stream, true, dev,
+      launch(pass_kernel<Box, 2, K, V, WithValues, Comp, Guard>, pass.launch_tiles, Box::nt, pass_smem, stream, true, dev,
              algorithm, "pass_kernel", m.buf, p, m.flags, static_cast<const tile_desc<2>*>(d), comp,
              static_cast<K*>(nullptr));
     } else if constexpr (MaxWays == 4) {
@@ -167,7 +168,7 @@ void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, i
       launch(pass_partition_kernel<4, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
              "pass_partition_kernel", key_buf, n, pass, static_cast<index_t>(Box::nv), p, m.flags, d,
              static_cast<const index_t*>(m.samples), static_cast<const K*>(m.sample_keys), my_samples, comp);
-      launch(pass_kernel<Box, 4, K, V, WithValues, Comp>, pass.launch_tiles, Box::nt, pass_smem, stream, true, dev,
+      launch(pass_kernel<Box, 4, K, V, WithValues, Comp, Guard>, pass.launch_tiles, Box::nt, pass_smem, stream, true, dev,
              algorithm, "pass_kernel", m.buf, p, m.flags, static_cast<const tile_desc<4>*>(d), comp, next_samples);
     }
   }
@@ -199,11 +200,14 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
                        Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {
   static_assert((BsBox::nt & (BsBox::nt - 1)) == 0,
                 "libmerge::merge_sort: the block-sort launch box needs a power-of-two nt (cub::BlockMergeSort)");
+  // Checked calls sort with the permutation guard (sort/state.cuh): under a
+  // comparator that their sample check missed, still a permutation.
+  constexpr bool guard = is_checked_v<Policy>;
   const sort_shape s = shape_sort<BsBox, Box, MaxWays, FourWayLog2>(n, into, algorithm);
-  auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp>;
+  auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp, guard>;
   // Without 4-way passes the 2-way kernel stands in (never launched as such).
-  auto pass2 = pass_kernel<Box, 2, K, V, WithValues, Comp>;
-  auto pass4 = pass_kernel<Box, MaxWays, K, V, WithValues, Comp>;
+  auto pass2 = pass_kernel<Box, 2, K, V, WithValues, Comp, guard>;
+  auto pass4 = pass_kernel<Box, MaxWays, K, V, WithValues, Comp, guard>;
   const std::size_t bs_smem = sizeof(typename block_sort_types<BsBox, K, V, WithValues, Indices>::temp_storage);
   constexpr std::size_t pass_smem = merge_layout<K, V, WithValues, Box::nv>::bytes;
   prepare_shared_memory(bs_kernel, bs_smem, dev, BsBox::nt, BsBox::vt, algorithm);
@@ -213,13 +217,13 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   }
   const cudaStream_t stream = policy.stream();
   sort_memory<typename Policy::allocator_type, K, V> m;
-  allocate_sort<BsBox, Box, WithValues>(m, policy, s, keys, n, vals, into, algorithm);
+  allocate_sort<BsBox, Box, WithValues, guard>(m, policy, s, keys, n, vals, into, algorithm);
 
   launch_sortedness(static_cast<const K*>(keys), n, static_cast<index_t>(BsBox::nv), m.flags, s.num_passes, comp,
                     stream, dev, algorithm, m.run_samples);
   launch(bs_kernel, s.block_tiles, BsBox::nt, bs_smem, stream, true, dev, algorithm, "block_sort_kernel", m.buf,
          vals_in, n, s.first_buffer, m.flags, comp, m.run_samples);
-  launch_passes<Box, MaxWays, K, V, WithValues>(s, m, n, comp, stream, dev, algorithm);
+  launch_passes<Box, MaxWays, guard, K, V, WithValues>(s, m, n, comp, stream, dev, algorithm);
   if (s.num_passes > 0 || into != nullptr) {
     launch(copy_back_kernel<K, V, WithValues>, std::min<index_t>((n + copy_threads - 1) / copy_threads, 8 * dev.sms),
            copy_threads, 0, stream, true, dev, algorithm, "copy_back_kernel", m.buf, n, s.num_passes, s.first_buffer,
@@ -284,7 +288,9 @@ bool sort_with_boxes(const Policy& policy, const device_info& dev, K* keys, inde
   with_sort_boxes<Policy, K, V, WithValues, Indices, ValsIn, Comp>(
       dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
         using OneKernel = decltype(one_kernel);
-        if constexpr (OneKernel::log2 > 0) {
+        // (Checked calls take separate kernels: the one-kernel sort has no
+        // permutation guard.)
+        if constexpr (OneKernel::log2 > 0 && !is_checked_v<Policy>) {
           if (n < (index_t(1) << OneKernel::log2) &&
               launch_one_kernel_sort<OneKernel, decltype(bs_box), Policy, K, V, WithValues, Indices>(
                   policy, dev, keys, n, vals_in, vals, comp, algorithm)) {

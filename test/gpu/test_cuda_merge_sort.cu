@@ -599,36 +599,194 @@ BOOST_AUTO_TEST_CASE(sort_temporary_storage_peak) {
   }
 }
 
-// A comparator that is not a strict weak order: the call returns, nothing is
-// read or written out of range (compute-sanitizer checks that), and every
-// output element is one of the input elements (no poison, no garbage).
-struct coin_flip {
+// Comparators that are no strict weak order: a coin flip (a hash of both
+// keys), <=, always true, always false.
+struct bad_order {
+  int kind;
   LIBMERGE_HOST_DEVICE bool operator()(std::int32_t a, std::int32_t b) const {
-    const std::uint32_t h = static_cast<std::uint32_t>(a) * 2654435761u ^ static_cast<std::uint32_t>(b) * 40503u;
-    return (h >> 7) & 1u;
+    switch (kind) {
+      case 0:
+        return ((static_cast<std::uint32_t>(a) * 2654435761u ^ static_cast<std::uint32_t>(b) * 40503u) >> 7) & 1u;
+      case 1:
+        return a <= b;
+      case 2:
+        return true;
+      default:
+        return false;
+    }
   }
 };
 
+// A comparator that is a strict weak order except among keys with bit 30
+// set, which it orders by a coin flip (and puts after all others). Inputs
+// keep such keys off the positions the checked call's comparator check
+// samples, so the check passes and the sort meets the bad comparisons.
+struct bad_when_marked {
+  LIBMERGE_HOST_DEVICE bool operator()(std::int32_t a, std::int32_t b) const {
+    const bool ma = (a >> 30) & 1, mb = (b >> 30) & 1;
+    if (ma && mb) return bad_order{0}(a, b);
+    if (ma != mb) return mb;
+    return a < b;
+  }
+};
+
+// Under a comparator that is no strict weak order every sort returns and
+// reads and writes nothing out of range (compute-sanitizer checks that).
+// A plain call writes only input keys (docs/api.md). A checked call (whose sample check
+// this comparator passes) writes a permutation of its input (the
+// permutation guard, backends/cuda/sort/state.cuh): every position exactly
+// once, each with its own key. Sizes of one tile, of 2-way and of 4-way passes.
 BOOST_AUTO_TEST_CASE(sort_with_an_inconsistent_comparator) {
-  for (long long n : {1000LL, 100003LL}) {
-    std::vector<std::int32_t> keys(n);
-    std::iota(keys.begin(), keys.end(), 1);
-    std::mt19937_64 rng(800);
-    std::shuffle(keys.begin(), keys.end(), rng);
-    for (int variant = 0; variant < 3; ++variant) {
-      auto d = to_device(keys);
-      if (variant == 0) {
-        lm::merge_sort(lm::cuda::par, d.begin(), d.end(), coin_flip());
-      } else if (variant == 1) {
-        lm::merge_sort(lm::cuda::par.with(lm::launch_box<32, 1>{}), d.begin(), d.end(), coin_flip());
-      } else {
-        lm::merge_sort(lm::cuda::par.with(sampled_four_way{}), d.begin(), d.end(), coin_flip());
+  const auto& line = lm::tuning::merge_sort[sm90_line];
+  std::vector<long long> sizes = {1000, 100003};
+  if (!quick()) sizes.insert(sizes.end(), {3000001LL, (1LL << line.four_way_log2) + 77});
+  std::mt19937_64 rng(800);
+  for (long long n : sizes) {
+    // Keys with repeats; a third of them marked, never at a sampled position.
+    std::vector<std::int32_t> keys(static_cast<std::size_t>(n));
+    for (auto& k : keys) {
+      k = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(n / 4 + 1));
+      if (rng() % 3 == 0) k |= 1 << 30;
+    }
+    for (long long j = 0; j < lm::detail::sample_count(n); ++j) {
+      keys[static_cast<std::size_t>(lm::detail::sample_position(j, n))] &= ~(1 << 30);
+    }
+    std::vector<std::int32_t> sorted_keys(keys);
+    std::sort(sorted_keys.begin(), sorted_keys.end());
+    std::vector<std::int32_t> positions(static_cast<std::size_t>(n));
+    std::iota(positions.begin(), positions.end(), 0);
+    // Output keys k with values (positions) p: how many values are no input
+    // position, how many keys are not their position's, and how many
+    // positions are written twice.
+    struct bad_count {
+      std::size_t no_position = 0, other_key = 0, repeats = 0;
+    };
+    auto count_bad = [&](const std::vector<std::int32_t>& k, const std::vector<std::int32_t>& p) {
+      std::vector<char> seen(static_cast<std::size_t>(n), 0);
+      bad_count bad;
+      for (std::size_t i = 0; i < p.size(); ++i) {
+        const auto j = static_cast<std::size_t>(p[i]);
+        if (p[i] < 0 || p[i] >= n) {
+          ++bad.no_position;
+          continue;
+        }
+        if (k[i] != keys[j]) ++bad.other_key;
+        if (seen[j]) ++bad.repeats;
+        seen[j] = 1;
       }
-      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
-      const auto out = to_host(d);
-      const bool all_from_input =
-          std::all_of(out.begin(), out.end(), [&](std::int32_t x) { return x >= 1 && x <= n; });
-      BOOST_CHECK_MESSAGE(all_from_input, "n=" << n << ": an output element that is not an input element");
+      return bad;
+    };
+    // A plain call promises input keys only (its values are unspecified: a
+    // partial block-sort tile's padding, which a bad comparator moves among
+    // the real keys, has no input value; 72 of 2^26 + 77 positions on an
+    // H200); a checked one a permutation.
+    auto check_pairs = [&](const bad_count& bad, bool checked, const char* what) {
+      if (checked) {
+        BOOST_CHECK_MESSAGE(bad.no_position == 0, what << " (checked): " << bad.no_position << " values that are no input value");
+        BOOST_CHECK_MESSAGE(bad.other_key == 0, what << " (checked): " << bad.other_key << " keys not their value's");
+        BOOST_CHECK_MESSAGE(bad.repeats == 0, what << " (checked): " << bad.repeats << " values repeated");
+      }
+      return bad.repeats;
+    };
+    // Boxes: the tuned ones, and (checked keys and pairs) 4-way passes of
+    // small tiles, which sizes under quick() reach no other way.
+    for (int variant = 0; variant < 2; ++variant) {
+      if (variant > 0 && n > 100003) continue;
+      if (!in_shard()) continue;
+      BOOST_TEST_CONTEXT("n " << n << " boxes " << variant) {
+        for (bool checked : {false, true}) {
+          if (variant > 0 && !checked) continue;
+          auto run = [&](auto&& sort) {
+            if (!checked) sort(lm::cuda::par);
+            else if (variant == 0) sort(lm::cuda::par.checked());
+            else sort(lm::cuda::par.with(sampled_four_way{}).checked());
+            BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+          };
+          std::size_t repeated = 0;
+          {  // keys
+            auto d = to_device(keys);
+            run([&](const auto& policy) { lm::merge_sort(policy, d.begin(), d.end(), bad_when_marked{}); });
+            auto out = to_host(d);
+            std::sort(out.begin(), out.end());
+            if (checked) {
+              BOOST_CHECK_MESSAGE(out == sorted_keys, "checked merge_sort: the keys are no permutation of the input");
+            } else {
+              BOOST_CHECK_MESSAGE(std::all_of(out.begin(), out.end(),
+                                              [&](std::int32_t x) {
+                                                return std::binary_search(sorted_keys.begin(), sorted_keys.end(), x);
+                                              }),
+                                  "merge_sort: an output key that is no input key");
+            }
+          }
+          {  // by key: values are positions
+            auto d = to_device(keys);
+            auto v = to_device(positions);
+            run([&](const auto& policy) {
+              lm::merge_sort_by_key(policy, d.begin(), d.end(), v.begin(), bad_when_marked{});
+            });
+            const auto dk = to_host(d);
+            BOOST_CHECK_MESSAGE(std::all_of(dk.begin(), dk.end(),
+                                            [&](std::int32_t x) {
+                                              return std::binary_search(sorted_keys.begin(), sorted_keys.end(), x);
+                                            }),
+                                "merge_sort_by_key: an output key that is no input key");
+            repeated += check_pairs(count_bad(dk, to_host(v)), checked, "merge_sort_by_key");
+          }
+          if (variant == 0) {  // indices (the block sort's positions), tuned boxes
+            auto d = to_device(keys);
+            thrust::device_vector<std::int32_t> idx(static_cast<std::size_t>(n));
+            auto sort = [&](const auto& policy) {
+              lm::merge_sort_indices(policy, d.begin(), d.end(), idx.begin(), bad_when_marked{});
+            };
+            if (checked) sort(lm::cuda::par.checked());
+            else sort(lm::cuda::par);
+            BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+            repeated += check_pairs(count_bad(to_host(d), to_host(idx)), checked, "merge_sort_indices");
+          }
+          // (How often the plain sort repeats elements here: what the guard
+          // of the checked one undoes.)
+          if (!checked) BOOST_TEST_MESSAGE("n " << n << " boxes " << variant << ": plain sorts repeated " << repeated);
+        }
+      }
+    }
+  }
+}
+
+// Comparators that are no strict weak order at all (a coin flip, <=, always
+// true; always false is one): a plain sort returns and writes only input
+// keys; a checked one throws std::invalid_argument (its sample check) or
+// returns a permutation of its input.
+BOOST_AUTO_TEST_CASE(sort_with_comparators_that_are_no_order) {
+  for (long long n : {1000LL, 100003LL}) {
+    std::vector<std::int32_t> keys(static_cast<std::size_t>(n));
+    std::iota(keys.begin(), keys.end(), 1);
+    std::mt19937_64 rng(801);
+    std::shuffle(keys.begin(), keys.end(), rng);
+    for (int kind = 0; kind < 4; ++kind) {
+      BOOST_TEST_CONTEXT("n " << n << " comparator " << kind) {
+        auto d = to_device(keys);
+        lm::merge_sort(lm::cuda::par, d.begin(), d.end(), bad_order{kind});
+        BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+        const auto out = to_host(d);
+        BOOST_CHECK(std::all_of(out.begin(), out.end(), [&](std::int32_t x) { return x >= 1 && x <= n; }));
+        auto c = to_device(keys);
+        bool threw = false;
+        try {
+          lm::merge_sort(lm::cuda::par.checked(), c.begin(), c.end(), bad_order{kind});
+        } catch (const std::invalid_argument&) {
+          threw = true;
+        }
+        BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+        auto checked_out = to_host(c);
+        if (threw) {
+          BOOST_CHECK_MESSAGE(checked_out == keys, "a checked sort that threw changed its input");
+        } else {
+          std::sort(checked_out.begin(), checked_out.end());
+          std::vector<std::int32_t> in(keys);
+          std::sort(in.begin(), in.end());
+          BOOST_CHECK_MESSAGE(checked_out == in, "checked merge_sort: no permutation of the input");
+        }
+      }
     }
   }
 }

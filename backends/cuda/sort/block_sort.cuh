@@ -46,13 +46,36 @@ __device__ __forceinline__ bool keys_in_order(const K (&keys)[Box::vt], int mine
   return in_order;
 }
 
+// A tile whose sort lost or repeated an element (the permutation guard,
+// state.cuh), to `dest` as it was read. Not inlined: inlined, its loop held
+// the 1024x17 int32 pairs block sort at 80 bytes of spills (ptxas, sm_90).
+template <int NT, bool WithValues, bool Indices, class K, class V, class ValsIn>
+__device__ __noinline__ void store_tile_as_read(const sort_buffers<K, V> buf, ValsIn vals_in, index_t base, int valid,
+                                                int dest, K* samples) {
+  for (int j = static_cast<int>(threadIdx.x); j < valid; j += NT) {
+    const K k = buf.keys(0)[base + j];
+    if (dest != 0) buf.keys(dest)[base + j] = k;
+    if (samples != nullptr && (base + j) % sample_every == 0) samples[(base + j) / sample_every] = k;
+    if constexpr (Indices) {
+      buf.vals(dest)[base + j] = static_cast<V>(base + j);
+    } else if constexpr (WithValues) {
+      if (dest != 0) buf.vals(dest)[base + j] = vals_in[base + j];
+    }
+  }
+}
+
 // Tile `tile` of the block sort, by the whole CTA; smem holds
-// block_sort_types::temp_storage.
-template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+// block_sort_types::temp_storage. With the permutation guard (Guard, for
+// the types of guarded_v) it also adds the tile's fingerprint to the
+// input's, which the merge passes compare with theirs, and stores a tile
+// whose sort lost or repeated an element (a comparator that is no strict
+// weak ordering) as it was read.
+template <class Box, class K, class V, bool WithValues, bool Indices, bool Guard = false, class ValsIn, class Comp>
 __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, ValsIn vals_in, index_t n, int dest,
                                                 const sort_flags& flags, Comp& comp, index_t tile,
                                                 unsigned char* smem, K* samples = nullptr) {
   using types = block_sort_types<Box, K, V, WithValues, Indices>;
+  constexpr bool guarded = Guard && guarded_v<K, V, WithValues>;
   auto& temp = *reinterpret_cast<typename types::temp_storage*>(smem);
   const int tid = static_cast<int>(threadIdx.x);
   const index_t base = tile * Box::nv;
@@ -63,8 +86,47 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
       for (int j = tid; j < valid; j += Box::nt) out[base + j] = static_cast<V>(base + j);
     }
   };
+  // The input's value at tile position j (the positions, for indices).
+  auto value_at = [&](int j) -> V {
+    if constexpr (Indices) return static_cast<V>(base + j);
+    else if constexpr (WithValues) return vals_in[base + j];
+    else return V{};
+  };
+  // This thread's elements' fingerprints (keys[i], vals[i] at tile position
+  // vt * tid + i; i < mine).
+  auto blocked_prints = [&](const K(&k)[Box::vt], const auto(&v)[Box::vt], int mine) {
+    unsigned long long h = 0;
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      if (i < mine) {
+        h += key_print(k[i]);
+        if constexpr (WithValues) h += value_print(v[i]);
+      }
+    }
+    return h;
+  };
+  // The tile's fingerprint (each thread's part: in) into the CTA's tally and
+  // the input's sum (all threads call it).
+  auto tally_tile = [&](unsigned long long in) {
+    if (tid == 0) cta_tally() = 0;
+    __syncthreads();
+    tally_add(in);
+    __syncthreads();
+    if (tid == 0) atomicAdd(&flags.input_hash(), cta_tally());
+  };
   if (flags.skips_block_sort(Box::nv)) {  // sorted, or sorted runs of a tile or more
     write_positions(buf.vals(0));
+    if constexpr (guarded) {
+      // Sorted runs: the passes merge them and compare with this.
+      if (flags.unsorted()) {
+        unsigned long long h = 0;
+        for (int j = tid; j < valid; j += Box::nt) {
+          h += key_print(buf.keys(0)[base + j]);
+          if constexpr (WithValues) h += value_print(value_at(j));
+        }
+        tally_tile(h);
+      }
+    }
     return;
   }
 
@@ -74,22 +136,33 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
   int mine = valid - Box::vt * tid;  // keys of this thread in the tile
   mine = mine < 0 ? 0 : (mine > Box::vt ? Box::vt : mine);
   const bool tile_sorted = __syncthreads_and(keys_in_order<Box>(keys, mine, valid, buf.keys(0) + base, comp));
+  typename types::value_type vals[Box::vt];
   if (tile_sorted && dest == 0) {
     sample_blocked(keys, base + Box::vt * tid, mine, samples);
     write_positions(buf.vals(0));
+    if constexpr (guarded) {
+      if constexpr (WithValues) {
+#pragma unroll
+        for (int i = 0; i < Box::vt; ++i) vals[i] = i < mine ? value_at(Box::vt * tid + i) : V{};
+      }
+      tally_tile(blocked_prints(keys, vals, mine));
+    }
     return;
   }
 
-  typename types::value_type vals[Box::vt];
-  if constexpr (WithValues) {
-    if constexpr (Indices) {
+  auto load_values = [&] {
+    if constexpr (WithValues) {
+      if constexpr (Indices) {
 #pragma unroll
-      for (int i = 0; i < Box::vt; ++i) vals[i] = static_cast<V>(base + Box::vt * tid + i);
-    } else {
-      __syncthreads();
-      typename types::load_vals(temp.load_vals).Load(vals_in + base, vals, valid);
+        for (int i = 0; i < Box::vt; ++i) vals[i] = static_cast<V>(base + Box::vt * tid + i);
+      } else {
+        __syncthreads();
+        typename types::load_vals(temp.load_vals).Load(vals_in + base, vals, valid);
+      }
     }
-  }
+  };
+  load_values();
+  if constexpr (guarded) tally_tile(blocked_prints(keys, vals, mine));
   if (!tile_sorted) {
     __syncthreads();
     if (valid == Box::nv) {  // CUB's full-tile sort: no bounds to check
@@ -113,6 +186,16 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
       }
     }
   }
+  if constexpr (guarded) {
+    // The sort's output taken from the tally: 0 unless the sort lost or
+    // repeated an element; then the tile is stored as it was read.
+    if (!tile_sorted) tally_add(0ull - blocked_prints(keys, vals, mine));
+    __syncthreads();
+    if (!tile_sorted && cta_tally() != 0) {
+      store_tile_as_read<Box::nt, WithValues, Indices>(buf, vals_in, base, valid, dest, samples);
+      return;
+    }
+  }
   __syncthreads();
   typename types::store_keys(temp.store_keys).Store(buf.keys(dest) + base, keys, valid);
   if (samples != nullptr) {  // the store left each warp's keys striped (warp_base + 32 i + lane)
@@ -127,14 +210,14 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
   }
 }
 
-template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
+template <class Box, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp, bool Guard = false>
 __global__ void __launch_bounds__(Box::nt, 1)
     block_sort_kernel(sort_buffers<K, V> buf, ValsIn vals_in, index_t n, int dest, sort_flags flags, Comp comp,
                       K* samples) {
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  block_sort_tile<Box, K, V, WithValues, Indices>(buf, vals_in, n, dest, flags, comp, blockIdx.x, smem, samples);
+  block_sort_tile<Box, K, V, WithValues, Indices, Guard>(buf, vals_in, n, dest, flags, comp, blockIdx.x, smem, samples);
 }
 
 }  // namespace libmerge::detail::cuda_backend

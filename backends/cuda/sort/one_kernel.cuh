@@ -18,7 +18,8 @@ namespace libmerge::detail::cuda_backend {
 // input skips everything, sorted runs of W start the passes at W. At the
 // top of the class (2^22 keys on sm_90) block_sort_kernel sorts first, in
 // the larger tiles of the block-sort box (two passes fewer), and the
-// cooperative kernel makes the passes only.
+// cooperative kernel makes the passes only. (No permutation guard: checked
+// sorts, which have it, take separate kernels; sort_with_boxes.)
 template <class Box, class K, class V, bool WithValues, class Comp>
 __device__ __forceinline__ void one_kernel_pass_tile(const sort_buffers<K, V>& buf, int src, index_t n,
                                                      index_t width, const pass_shape& shape, int tile,
@@ -114,15 +115,15 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
     prepare_shared_memory(bs_kernel, sizeof(typename bs_types::temp_storage), dev, BsBox::nt, BsBox::vt, algorithm);
   }
 
-  // Scratch keys and values, then the flags (no passes recorded: sort_flags::bytes(0)).
+  // Scratch keys and values, then the flags (no passes recorded, no guard: sort_flags::bytes(0, false)).
   const cudaStream_t stream = policy.stream();
   const std::size_t scratch_keys = bytes_of<K>(n);
   const std::size_t scratch_vals = WithValues ? bytes_of<V>(n) : 0;
-  const std::size_t temp_bytes = scratch_keys + scratch_vals + sort_flags::bytes(0);
+  const std::size_t temp_bytes = scratch_keys + scratch_vals + sort_flags::bytes(0, false);
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
   unsigned char* t = temp.template as<unsigned char>();
   const sort_buffers<K, V> buf{keys, reinterpret_cast<K*>(t), vals, reinterpret_cast<V*>(t + scratch_keys)};
-  const sort_flags flags = sort_flags::at(t + scratch_keys + scratch_vals, 0);
+  const sort_flags flags = sort_flags::at(t + scratch_keys + scratch_vals, 0, false);
   // One tile: the block sort alone, which finds a sorted tile itself (two
   // launches fewer: 2^12 int32 keys took 0.021 ms against CUB's 0.014 with them).
   const bool one_tile = tiles == 1 && !separate;

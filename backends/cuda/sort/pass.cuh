@@ -60,13 +60,33 @@ __device__ __forceinline__ int count_of(const tile_desc<Ways>& d) {
   return count;
 }
 
+// The permutation guard's fingerprints (state.cuh) of the outputs this
+// thread's warp wrote, from the warp's slice of the tile in shared memory.
+// (A loop, not unrolled: it reads shared memory only.)
+template <int VT, bool WithValues, class K, class V>
+__device__ __forceinline__ unsigned long long warp_slice_prints(const K* keys, const V* vals, const tile_offset* sources,
+                                                             int count) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warp_base = static_cast<int>(threadIdx.x / 32) * 32 * VT;
+  unsigned long long prints = 0;
+  for (int j = warp_base + lane; j < warp_base + 32 * VT && j < count; j += 32) {
+    prints += key_print(keys[j]);
+    if constexpr (WithValues) prints += value_print(vals[sources[j]]);
+  }
+  return prints;
+}
+
 // One tile of a pass, described by d (in global or shared memory): its pieces into
 // shared memory, merged in one or two levels and stored in the other
 // buffers. The output position is read from the descriptor (in L1) only at
 // the end: kept in registers through both merge levels, it made the 4-way
 // int32 kernel spill at its 64-register budget (ptxas -v, sm_90).
-template <class Box, int Ways, bool Full, class K, class V, bool WithValues, class Comp>
-__device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d, int count,
+// Returns the permutation guard's fingerprints (state.cuh) of what this
+// thread wrote (0 without the guard), for the caller to add to the pass's
+// sum (pass_add): a pointer to the sum passed in stayed in two registers
+// through the merge, and the 2-way int32 kernel spilled at its 40.
+template <class Box, int Ways, bool Full, class K, class V, bool WithValues, bool Guard = false, class Comp>
+__device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d, int count,
                                           unsigned char* smem, Comp& comp, K* samples = nullptr) {
   using layout = merge_layout<K, V, WithValues, Box::nv>;
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
@@ -107,7 +127,9 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
       const int j = Box::vt * tid + i;
       if (Full || j < count) {
         keys[j] = merged[i];
-        if constexpr (WithValues) sources[j] = static_cast<tile_offset>(from[i]);
+        // (A walk past the tile's end, which only a comparator that is no
+        // strict weak ordering makes, read keys[0]: its value is there too.)
+        if constexpr (WithValues) sources[j] = static_cast<tile_offset>(from[i] < count ? from[i] : 0);
       }
     }
     __syncthreads();
@@ -120,7 +142,10 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
     // level 1's offsets for 4 ways).
     int origin[Box::vt];
 #pragma unroll
-    for (int i = 0; i < Box::vt; ++i) origin[i] = Ways == 4 ? sources[from[i] < count ? from[i] : 0] : from[i];
+    for (int i = 0; i < Box::vt; ++i) {
+      const int at = from[i] < count ? from[i] : 0;  // (as above: no value read from outside the tile)
+      origin[i] = Ways == 4 ? sources[at] : at;
+    }
     __syncthreads();
 #pragma unroll
     for (int i = 0; i < Box::vt; ++i) {
@@ -145,9 +170,19 @@ __device__ __forceinline__ void pass_tile(const sort_buffers<K, V>& buf, int src
       if (Full || j < count) out_vals[j] = vals[sources[j]];
     }
   }
+  // The permutation guard's fingerprints of what this thread's warp wrote,
+  // read back from its slice of the tile, which holds the warp's outputs in
+  // order after the striped store (taken from the registers before the
+  // store, they made the 4-way int32 kernel spill at its 32 registers).
+  if constexpr (Guard && guarded_v<K, V, WithValues>) {
+    __syncwarp();
+    return warp_slice_prints<Box::vt, WithValues>(keys, vals, sources, Full ? Box::nv : count);
+  } else {
+    return 0;
+  }
 }
 
-template <class Box, int Ways, class K, class V, bool WithValues, class Comp>
+template <class Box, int Ways, class K, class V, bool WithValues, class Comp, bool Guard = false>
 __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K), sizeof(K) + (WithValues ? sizeof(V) : 0)>)
     pass_kernel(sort_buffers<K, V> buf, int pass, sort_flags flags, const tile_desc<Ways>* descs, Comp comp,
                 K* samples) {
@@ -166,11 +201,13 @@ __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K)
   // Only 4-way passes sample their output (launch_merge_sort): the code is
   // left out of the 2-way kernels.
   K* const sample_to = Ways == 4 ? samples : nullptr;
-  if (count == Box::nv) {
-    pass_tile<Box, Ways, true, K, V, WithValues>(buf, src, d, count, smem, comp, sample_to);
-  } else {
-    pass_tile<Box, Ways, false, K, V, WithValues>(buf, src, d, count, smem, comp, sample_to);
-  }
+  const unsigned long long prints =
+      count == Box::nv ? pass_tile<Box, Ways, true, K, V, WithValues, Guard>(buf, src, d, count, smem, comp, sample_to)
+                       : pass_tile<Box, Ways, false, K, V, WithValues, Guard>(buf, src, d, count, smem, comp, sample_to);
+  // The permutation guard's sum of the pass, which the kernels after it
+  // compare with the input's (sort_flags::kept). (Compared here, by the
+  // pass's last CTA, the 4-way int32 kernel spilled at its 32 registers.)
+  if (Guard && guarded_v<K, V, WithValues> && flags.hashes != nullptr) pass_add(flags.pass_slots(pass), prints);
 }
 
 // ---------------------------------------------------------------------------
@@ -198,7 +235,7 @@ __global__ void __launch_bounds__(copy_threads)
     const index_t base = flags.first_width(bs_nv);
     *width = !flags.unsorted() || base > (n - 1) / final_scale ? n : base * final_scale;
   }
-  if (buffer_before_pass(flags, passes, first_buffer, bs_nv) == final_buffer) return;
+  if (block_buffer_before_pass(flags, passes, first_buffer, bs_nv) == final_buffer) return;
   copy_to_buffer<WithValues>(buf, final_buffer, n);
 }
 

@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(sample_threads)
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   if (!flags.unsorted()) return;
-  const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+  const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
   const index_t width = pass_shape_of(plan, flags, n, nv).width;
   // On run samples (partitions_on_samples): the same, over the samples, the
   // runs' width and the tile in samples.
@@ -281,9 +281,15 @@ __global__ void __launch_bounds__(partition_tiles + 1, 4)
                           sort_flags flags, tile_desc<Ways>* descs, const index_t* samples, const K* sample_keys,
                           const K* run_samples, Comp comp) {
   __shared__ run_split<Ways> starts[partition_tiles + 1];
+  __shared__ bool undone;
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  const int src = buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+  // Was a pass before this one undone (the permutation guard, state.cuh)?
+  // Then this one merges nothing. (Once a block, as the buffer: every
+  // thread's own look at the passes' sums held the kernel at 64 registers
+  // instead of 40.)
+  if (threadIdx.x == 0) undone = flags.undone_before(pass);
+  const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
   const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
   if (!flags.unsorted()) {
     if (tile == 0) flags.source(pass) = src;
@@ -309,7 +315,7 @@ __global__ void __launch_bounds__(partition_tiles + 1, 4)
       for (int k = 1; k < Ways; ++k) {
         if (g.len[k] > 0) in_order &= !comp(g.keys[k * shape.width], g.keys[k * shape.width - 1]);
       }
-      if (!in_order) flags.has_work(pass) = 1;
+      if (!in_order && !undone) flags.has_work(pass) = 1;
     }
     // 4-way passes: the group's pair samples, over the runs or their samples.
     half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, sampled ? snv : nv};

@@ -222,14 +222,15 @@ void merge_four(const Policy& policy, const K* keys, const V* vals, const index_
         prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
         // Pair samples of each half at every multiple of nv up to its size.
         const index_t stride = (std::max(len[0] + len[1], len[2] + len[3]) + Box::nv - 1) / Box::nv + 1;
-        const std::size_t flag_bytes = align_up(sort_flags::bytes(1), 256);
+        const std::size_t flag_bytes = align_up(sort_flags::bytes(1, false), 256);
         const std::size_t desc_bytes = align_up(sizeof(tile_desc<4>) * static_cast<std::size_t>(tiles), 256);
         const std::size_t sample_bytes = align_up(sizeof(index_t) * 2 * static_cast<std::size_t>(stride), 256);
         const std::size_t sample_key_bytes = align_up(sizeof(K) * 4 * static_cast<std::size_t>(stride), 256);
         temporary_storage<typename Policy::allocator_type> temp(
             policy.allocator(), stream, flag_bytes + desc_bytes + sample_bytes + sample_key_bytes, algorithm);
         unsigned char* t = temp.template as<unsigned char>();
-        const sort_flags flags = sort_flags::at(t, 1);
+        // (No permutation guard: these flags are not zeroed.)
+        const sort_flags flags = sort_flags::at(t, 1, false);
         auto* descs = reinterpret_cast<tile_desc<4>*>(t + flag_bytes);
         auto* samples = reinterpret_cast<index_t*>(t + flag_bytes + desc_bytes);
         auto* sample_keys = reinterpret_cast<K*>(t + flag_bytes + desc_bytes + sample_bytes);

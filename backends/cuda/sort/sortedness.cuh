@@ -149,7 +149,8 @@ __global__ void __launch_bounds__(NT)
 template <class K, class Comp>
 void launch_sortedness(const K* keys, index_t n, index_t useful, const sort_flags& flags, int passes, Comp comp,
                        cudaStream_t stream, const device_info& dev, const char* algorithm, K* samples = nullptr) {
-  check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(passes), stream), algorithm, "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(passes, flags.hashes != nullptr), stream), algorithm,
+             "cudaMemsetAsync");
   constexpr int check_nt = 256;
   // A full SM of blocks (8 of 256 threads): one read of the keys is all the
   // kernel does, so the more loads in flight the better (above).

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <iterator>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../../libmerge/detail/checked.hpp"
 #include "../../../libmerge/detail/config.hpp"
 #include "../../../libmerge/detail/counting.hpp"
 #include "../../../libmerge/detail/dispatch.hpp"
@@ -55,18 +57,35 @@ struct pass_shape {
 // is sorted runs [kW, kW + W)). For pass p: shapes[p], its shape (written by
 // its partition kernel: it depends on runs); f[2p], the buffer (0: the
 // caller's, 1: scratch or sort_to_runs' target) holding the data when the
-// pass starts; f[2p + 1],
-// whether the pass has any group to merge.
+// pass starts; f[2p + 1], whether the pass has any group to merge. The
+// permutation guard (below): hashes[0], the input's fingerprint (summed by
+// the block sort's tiles), hashes[1 + hash_slots p, ...], pass p's output's
+// in hash_slots parts (each warp adds to one: one word would serialize
+// hundreds of thousands of atomics a pass). hashes is null without the
+// guard (plain sorts, merge_four of the sort across GPUs).
 struct sort_flags {
+  static constexpr int max_levels = 64;  // passes of any one sort (n < 2^63)
+  static constexpr int hash_slots = 16;
   unsigned long long* runs;
+  unsigned long long* hashes;
   pass_shape* shapes;
   int* f;
-  static sort_flags at(void* memory, int passes) {
-    auto* m = static_cast<unsigned char*>(memory);
-    return {reinterpret_cast<unsigned long long*>(m), reinterpret_cast<pass_shape*>(m + 8),
-            reinterpret_cast<int*>(m + 8 + sizeof(pass_shape) * static_cast<std::size_t>(passes))};
+  // The sums come last, so that a sort without the guard neither keeps nor
+  // zeroes their 8 KB (zeroed, they cost the one-kernel sorts of 2^16 to
+  // 2^22 keys 1% to 4%, H200). guard: whether memory has them (else hashes
+  // is null).
+  static std::size_t bytes(int passes, bool guard) {
+    const std::size_t head = align_up(8 + (sizeof(pass_shape) + 2 * sizeof(int)) * static_cast<std::size_t>(passes), 8);
+    return head + (guard ? 8 * (1 + hash_slots * max_levels) : 0);
   }
-  static std::size_t bytes(int passes) { return 8 + (sizeof(pass_shape) + 2 * sizeof(int)) * passes; }
+  static sort_flags at(void* memory, int passes, bool guard) {
+    auto* m = static_cast<unsigned char*>(memory);
+    unsigned char* shapes = m + 8;
+    return {reinterpret_cast<unsigned long long*>(m),
+            guard ? reinterpret_cast<unsigned long long*>(m + bytes(passes, false)) : nullptr,
+            reinterpret_cast<pass_shape*>(shapes),
+            reinterpret_cast<int*>(shapes + sizeof(pass_shape) * static_cast<std::size_t>(passes))};
+  }
   __device__ bool unsorted() const { return *runs != 0; }
   // Runs of at least a block-sort tile (bs_nv keys) need no block sort, and
   // the passes start at their width.
@@ -78,15 +97,138 @@ struct sort_flags {
   }
   __device__ int& source(int pass) const { return f[2 * pass]; }
   __device__ int& has_work(int pass) const { return f[2 * pass + 1]; }
+  // (The sums are read volatile: atomics of other SMs wrote them, which a
+  // line already in this SM's L1 would not show.)
+  __device__ unsigned long long& input_hash() const { return hashes[0]; }
+  __device__ unsigned long long input_print() const { return *static_cast<volatile unsigned long long*>(hashes); }
+  __device__ unsigned long long* pass_slots(int pass) const { return hashes + 1 + hash_slots * pass; }
+  __device__ unsigned long long pass_print(int pass) const {
+    const volatile unsigned long long* slots = pass_slots(pass);
+    unsigned long long sum = 0;
+    for (int i = 0; i < hash_slots; ++i) sum += slots[i];
+    return sum;
+  }
+  // Did pass `pass` (finished) move the data: it had work, and wrote every
+  // element once (the guard's sums agree; for types without the guard both
+  // stay 0)? A pass that lost or repeated one is undone: the data is where
+  // it read it, which it did not write.
+  __device__ bool kept(int pass) const {
+    return has_work(pass) && (hashes == nullptr || pass_print(pass) == input_print());
+  }
+  // Was a pass before `pass` undone? Then no pass after it merges.
+  __device__ bool undone_before(int pass) const {
+    for (int q = 0; q < pass; ++q) {
+      if (has_work(q) && !kept(q)) return true;
+    }
+    return false;
+  }
 };
+
+// ---------------------------------------------------------------------------
+// The permutation guard, in checked calls (lm::cuda::par.checked(), whose
+// sample check of the comparator can miss what the sort then meets; always
+// on, it cost plain sorts 13% to 27% at 2^28 on an H200: see
+// docs/cuda-merge-sort.md). Under a comparator that is no strict weak ordering
+// the merge-path walks of neighbouring threads (and the splits of
+// neighbouring tiles) need not meet, and a merge may then write one element
+// twice and another not at all. Checking the walks themselves cost every
+// valid sort 8% to 34% (docs/cuda-merge-sort.md); instead each stage sums a
+// fingerprint of every element it writes, which any loss or repetition
+// changes, and compares it with the input's: the block sort tile by tile
+// before it stores (a tile that fails is stored as it was read), a merge
+// pass once it has finished (sort_flags::kept, read by the kernels after it;
+// a pass that fails is undone: its source buffer, untouched, still holds the
+// data, and the passes after it do nothing). A valid comparator moves every
+// element exactly once, so the sums agree exactly and the guard never
+// fires. An invalid one is caught unless what was lost and what was
+// repeated have equal sums: never for one element of up to 4 bytes lost and
+// another repeated (distinct words, distinct squares); for larger elements,
+// pairs, or several at once, only where the sums happen to agree. The output
+// is then a permutation of the input, sorted as far as the last pass that
+// kept every element.
+//
+// The fingerprint of an element of bits w (in 32-bit words): t = the words
+// folded by multiply-add (one word: a bijection), t * t in 64 bits: distinct
+// words give distinct squares, and a sum of squares is no linear function
+// of the keys, whose losses and repeats could cancel (losing 1 and 4 and
+// repeating 2 and 3). Only for types whose bits are all value (no padding,
+// which copies need not keep): other types have no guard.
+template <class T>
+inline constexpr bool fingerprinted_v = std::has_unique_object_representations_v<T> || std::is_floating_point_v<T>;
+
+template <class K, class V, bool WithValues>
+inline constexpr bool guarded_v = fingerprinted_v<K> && (!WithValues || fingerprinted_v<V>);
+
+template <unsigned Seed, class T>
+__device__ __forceinline__ unsigned long long fingerprint(const T& x) {
+  constexpr int words = static_cast<int>((sizeof(T) + 3) / 4);
+  unsigned w[words];
+  w[words - 1] = 0;
+  memcpy(w, &x, sizeof(T));
+  unsigned t = Seed;
+#pragma unroll 8
+  for (int i = 0; i < words; ++i) t = (t ^ w[i]) * 0x9E3779B1u + 0x7F4A7C15u;
+  return static_cast<unsigned long long>(t) * t;
+}
+
+// An element's fingerprint: key and value each (a value always moves with
+// its key, so the pair is known by the sum).
+template <class K>
+__device__ __forceinline__ unsigned long long key_print(const K& k) {
+  return fingerprint<0x2545F491u>(k);
+}
+template <class V>
+__device__ __forceinline__ unsigned long long value_print(const V& v) {
+  return fingerprint<0x68E31DA4u>(v);
+}
+
+// The permutation guard's running sum of one CTA, in shared memory (so that
+// no register holds it across a sort or a merge: cub::BlockReduce of the
+// sums, and sums kept in registers, held the 512x33 block sort at 112
+// registers instead of 58 and made the one-kernel sort spill; ptxas, sm_90).
+// Zeroed by thread 0 (a barrier before the first tally_add), added to by
+// every thread (one shared atomic a warp), read after a barrier.
+__device__ __forceinline__ unsigned long long& cta_tally() {
+  __shared__ unsigned long long tally;
+  return tally;
+}
+__device__ __forceinline__ unsigned long long warp_sum(unsigned long long x) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+__device__ __forceinline__ void tally_add(unsigned long long x) {
+  x = warp_sum(x);
+  if (threadIdx.x % 32 == 0) atomicAdd(&cta_tally(), x);
+}
+// A warp's fingerprints straight into a pass's sum, in one of its slots:
+// no shared memory, no barrier (the CTA tally's reset and barrier made the
+// 4-way int32 pass kernel spill at its 32 registers).
+__device__ __forceinline__ void pass_add(unsigned long long* slots, unsigned long long x) {
+  x = warp_sum(x);
+  const unsigned warp = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) atomicAdd(slots + warp % sort_flags::hash_slots, x);
+}
 
 // Which buffer holds the data when pass `pass` starts (pass == number of
 // passes: at the end). Reads only what kernels before it wrote. first_buffer:
-// where the block sort puts unsorted data (bs_nv keys a tile).
+// where the block sort puts unsorted data (bs_nv keys a tile). Kernels of
+// many threads take it once a block (block_buffer_before_pass): with the
+// permutation guard it reads 17 sums, and every thread's own read of them
+// cost the copy back 40 us at 2^28 int32 keys (H200).
 __device__ __forceinline__ int buffer_before_pass(const sort_flags& flags, int pass, int first_buffer,
                                                   index_t bs_nv) {
   if (pass == 0) return flags.skips_block_sort(bs_nv) ? 0 : first_buffer;
-  return flags.source(pass - 1) ^ flags.has_work(pass - 1);
+  return flags.source(pass - 1) ^ static_cast<int>(flags.kept(pass - 1));
+}
+
+// buffer_before_pass, read by thread 0 for its block (all threads call it).
+__device__ __forceinline__ int block_buffer_before_pass(const sort_flags& flags, int pass, int first_buffer,
+                                                        index_t bs_nv) {
+  __shared__ int buffer;
+  if (threadIdx.x == 0) buffer = buffer_before_pass(flags, pass, first_buffer, bs_nv);
+  __syncthreads();
+  return buffer;
 }
 
 // The two buffers of keys and values (char stands for no values). Chosen with
