@@ -295,4 +295,22 @@ struct stream_gate {
   bool timed_out() const { return host[1] != 0; }
 };
 
+// Comparators that are no strict weak ordering (as the CPU tests' kinds),
+// for the merge and sort tests of bad comparators.
+struct bad_comp {
+  int kind;  // 0 coin flip, 1 <=, 2 always true, 3 always false
+  LIBMERGE_HOST_DEVICE bool operator()(std::int32_t a, std::int32_t b) const {
+    switch (kind) {
+      case 0:
+        return ((static_cast<std::uint32_t>(a) * 2654435761u ^ static_cast<std::uint32_t>(b) * 40503u) >> 7) & 1u;
+      case 1:
+        return a <= b;
+      case 2:
+        return true;
+      default:
+        return false;
+    }
+  }
+};
+
 }  // namespace cuda_test

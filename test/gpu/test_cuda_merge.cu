@@ -581,24 +581,7 @@ BOOST_AUTO_TEST_CASE(no_merge_kernel_spills_at_the_tuned_boxes) {
   for_types(std::int64_t{}, char{}, "merge int64");
 }
 
-namespace {
-// Comparators that are no strict weak ordering (as the CPU tests' kinds).
-struct bad_comp {
-  int kind;  // 0 coin flip, 1 <=, 2 always true, 3 always false
-  LIBMERGE_HOST_DEVICE bool operator()(std::int32_t a, std::int32_t b) const {
-    switch (kind) {
-      case 0:
-        return ((static_cast<std::uint32_t>(a) * 2654435761u ^ static_cast<std::uint32_t>(b) * 40503u) >> 7) & 1u;
-      case 1:
-        return a <= b;
-      case 2:
-        return true;
-      default:
-        return false;
-    }
-  }
-};
-}  // namespace
+using cuda_test::bad_comp;
 
 // merge and merge_by_key on unsorted inputs, with lm::less and with
 // comparators that are no ordering (the CPU backends' test_arguments cases):

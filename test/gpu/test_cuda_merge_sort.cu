@@ -599,23 +599,7 @@ BOOST_AUTO_TEST_CASE(sort_temporary_storage_peak) {
   }
 }
 
-// Comparators that are no strict weak order: a coin flip (a hash of both
-// keys), <=, always true, always false.
-struct bad_order {
-  int kind;
-  LIBMERGE_HOST_DEVICE bool operator()(std::int32_t a, std::int32_t b) const {
-    switch (kind) {
-      case 0:
-        return ((static_cast<std::uint32_t>(a) * 2654435761u ^ static_cast<std::uint32_t>(b) * 40503u) >> 7) & 1u;
-      case 1:
-        return a <= b;
-      case 2:
-        return true;
-      default:
-        return false;
-    }
-  }
-};
+using bad_order = cuda_test::bad_comp;  // a coin flip, <=, always true, always false
 
 // A comparator that is a strict weak order except among keys with bit 30
 // set, which it orders by a coin flip (and puts after all others). Inputs
