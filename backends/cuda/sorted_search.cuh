@@ -185,7 +185,7 @@ void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, ind
   const index_t num_tiles = (na + nb + Box::nv - 1) / Box::nv;
   if (num_tiles > max_grid_ctas) throw_too_many_tiles(algorithm);
   auto kernel = search_kernel<Box, TypeA, TypeB, AWrites, AIt, BIt, AOut, BOut, Comp>;
-  const std::size_t smem = search_layout<value_of<AIt>, value_of<BIt>, Box::nv>::bytes;
+  const std::size_t smem = search_tile_layout<AIt, BIt, Box::nv>::bytes;
   prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);
   // The partitions, then one byte a block of partitions: out of order?
   const index_t order_blocks = plan_partitions(num_tiles + 1, true).blocks;
