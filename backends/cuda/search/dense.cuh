@@ -256,9 +256,9 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
     for (int j = tid; j < count; j += Box::nt) results[j] = 0;
   } else {
     if constexpr (bulk) {
-      // A's range from byte 16, B's from the line after A's last; the halo
-      // elements lie outside both ranges' lines, so the threads' stores and
-      // the copy engine's never meet.
+      // A's range from byte 16, B's from the line after A's last. The copy
+      // engine writes only whole lines inside the ranges, so the halo
+      // elements (outside them) are the threads' to store.
       bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + layout::barrier), tid);
       as = loader.stage(g.a_keys + r.a0, na, smem + 16);
       const auto a_end = reinterpret_cast<std::uintptr_t>(as + na) - reinterpret_cast<std::uintptr_t>(smem);
