@@ -1053,9 +1053,9 @@ int main(int argc, char** argv) {
       const std::vector<int> box_sizes = opt.sizes.empty() ? std::vector<int>{26, 28} : opt.sizes;
       for (int lg : box_sizes) {
         guarded([&] {
-          tune_boxes<std::int32_t, launch_box<256, 11>, launch_box<256, 15>, launch_box<256, 19>,
-                     launch_box<512, 11>, launch_box<512, 15>, launch_box<512, 19>, launch_box<512, 23>,
-                     launch_box<1024, 11>, launch_box<128, 23>>(bn, lg);
+          tune_boxes<std::int32_t, launch_box<256, 19>, launch_box<256, 23>, launch_box<256, 27>,
+                     launch_box<256, 31>, launch_box<256, 35>, launch_box<384, 23>, launch_box<512, 23>,
+                     launch_box<128, 39>>(bn, lg);
         });
         bn.release_copy_buffer();
       }

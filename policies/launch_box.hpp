@@ -195,7 +195,9 @@ struct merge_sort_line {
 
 // sorted_search and sorted_equality_count: tiles of nt * vt needles and
 // haystack elements (vt counts 4-byte keys, scaled by scale_vt for the larger
-// of the two types). When only one side writes results and the other side is
+// of the two types); vt_in_keys for keys of one 4-byte type, whose results
+// take their keys' slots in shared memory (cuda/search/dense.cuh,
+// results_in_key_slots), which leaves room for longer tiles. When only one side writes results and the other side is
 // at least sparse_ratio times longer, each needle is searched on its own
 // instead of streaming the long side: needle_nt threads a block, needle_vt
 // needles a thread, with a 4-ary search (three probes a step) while the other
@@ -230,6 +232,7 @@ struct search_line {
   int arch;
   int nt;
   int vt;
+  int vt_in_keys;
   int needle_nt;
   int needle_vt;
   int sparse_ratio;
@@ -315,9 +318,15 @@ constexpr architecture sm_90() {
   s.small_log2_wide = 19;
   search_line& q = a.search;
   // 256x19 (8-byte keys: 256x9) since tiles are staged by bulk copies
-  // (H200, 2^28 int32 lower bounds 0.6025 ms against 0.6176 at 512x15).
+  // (H200, 2^28 int32 lower bounds 0.6025 ms against 0.6176 at 512x15);
+  // 256x31 for keys of one 4-byte type, their results in the keys' slots
+  // (H200, 2^28 int32: lower bounds, index_match both ways and equality
+  // counts 0.4758, 0.7432, 0.9823 ms against 0.5442, 0.8442, 1.0551 at
+  // 256x19; 256x27 0.4722, 0.7637, 1.0025; 256x35 0.4539, 0.7612, 1.0054;
+  // at 2^20, where tiles are few, 256x19 was 1.09x-1.20x faster).
   q.nt = 256;
   q.vt = 19;
+  q.vt_in_keys = 31;
   q.needle_nt = 128;
   q.needle_vt = 1;
   q.sparse_ratio = 12;
@@ -375,6 +384,7 @@ constexpr architecture before_sm_80() {
   s.small_log2_wide = 0;
   a.search.nt = 256;
   a.search.vt = 15;
+  a.search.vt_in_keys = 15;
   a.sm = {0, 0};  // sm_70 (2048 threads an SM) and sm_75 (1024) differ: no request
   return a;
 }

@@ -273,9 +273,13 @@ struct search_table {
     }
     return nt;
   }
+  // A line's values a thread for these keys.
+  static constexpr int vt_of(const tuning::search_line& line) {
+    return results_in_key_slots<TA, TB> ? line.vt_in_keys : tuning::scale_vt(line.vt, 4, elem);
+  }
   template <std::size_t I>
   static constexpr auto boxes() {
-    constexpr int vt = tuning::scale_vt(lines[I].vt, 4, elem);
+    constexpr int vt = vt_of(lines[I]);
     return std::tuple<launch_box<nt(lines[I].nt, vt), vt>,
                       launch_box<lines[I].needle_nt, lines[I].needle_vt>,
                       std::integral_constant<int, lines[I].sparse_ratio>,

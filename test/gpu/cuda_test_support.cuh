@@ -149,8 +149,7 @@ search_tuning tuned_search() {
   const int line = libmerge::tuning::entry_for(cb::current_device("test").cc);
   const auto& l =
       libmerge::tuning::search[line < 0 ? std::size(libmerge::tuning::search) - 1 : static_cast<std::size_t>(line)];
-  const std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
-  const int vt = libmerge::tuning::scale_vt(l.vt, 4, elem);
+  const int vt = cb::search_table<TA, TB>::vt_of(l);
   return {static_cast<long long>(cb::search_table<TA, TB>::nt(l.nt, vt)) * vt,
           static_cast<long long>(l.needle_nt) * l.needle_vt,
           l.sparse_ratio,

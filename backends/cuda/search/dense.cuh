@@ -62,20 +62,19 @@ struct match_counters {
 
 // Shared memory of a search tile: slot 0 for A's halo (the element before the
 // tile's range of A), A's range, then B's range (aligned for its type) and
-// B's halo (the element after the range). Then one int a tile position holding
-// the local bound, with the match flag in bit 31. (Results written over the
-// dead keys, which halves the shared memory, need the walk's steps kept in
-// registers until a barrier: at 512x15 that spilled with 42 registers.)
+// B's halo (the element after the range). Then, unless the results are kept
+// in the keys' slots (InKeys, results_in_key_slots), one int a tile
+// position holding the local bound, with the match flag in bit 31.
 // Ranges staged by bulk copies (Bulk) land at their sources' offsets in
 // 16-byte lines: A's from byte 16 (its halo before it), B's from the line
 // after A's last (its halo after it), which takes up to 64 bytes more; the
 // copies' barrier comes last.
-template <class TA, class TB, int NV, bool Bulk = false>
+template <class TA, class TB, int NV, bool Bulk = false, bool InKeys = false>
 struct search_layout {
   static constexpr std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
   static constexpr std::size_t results =
       Bulk ? align_up(16 + NV * elem + 64, 16) : align_up((NV + 2) * elem + alignof(TB), 16);
-  static constexpr std::size_t barrier = results + align_up(NV * sizeof(int), 16);
+  static constexpr std::size_t barrier = results + (InKeys ? 0 : align_up(NV * sizeof(int), 16));
   static constexpr std::size_t bytes = barrier + (Bulk ? 16 : 0);
   // Byte offset of B's range when A's holds na elements (after A's halo).
   __device__ static std::size_t b_offset(int na) { return align_up((1 + na) * sizeof(TA), alignof(TB)); }
@@ -92,8 +91,43 @@ template <class AIt, class BIt>
 inline constexpr bool search_bulk_of = sizeof(value_of<AIt>) <= 8 && sizeof(value_of<BIt>) <= 8 &&
                                        bulk_loadable<value_of<AIt>, AIt> && bulk_loadable<value_of<BIt>, BIt>;
 
+// Whether a tile keeps each element's result (an int) in the element's own
+// key slot once its walk has read the key: keys of one type of 4 bytes (one
+// type: an equality count then reads B's matching key for A's, and the
+// comparator sees the types it always sees). The tile's shared memory
+// halves, so more CTAs fit an SM and tiles can be longer
+// (tuning::search_line::vt_in_keys). H200, 2^28 int32 keys, both at 256x19:
+// 20 KB a CTA (6 an SM, the registers' limit) instead of 39 (5), lower
+// bounds 0.90x the time, index_match both ways 0.96x; 256x31 tiles then
+// took 0.79x and 0.85x. 8-byte keys lost (1.02x-1.08x the time where B
+// writes): their tiles were not limited by shared memory, and results 8
+// bytes apart are read with bank conflicts.
+template <class TA, class TB>
+inline constexpr bool results_in_key_slots =
+    std::is_same_v<TA, TB> && sizeof(TA) == sizeof(int) && alignof(TA) >= alignof(int);
+
 template <class AIt, class BIt, int NV>
-using search_tile_layout = search_layout<value_of<AIt>, value_of<BIt>, NV, search_bulk_of<AIt, BIt>>;
+using search_tile_layout = search_layout<value_of<AIt>, value_of<BIt>, NV, search_bulk_of<AIt, BIt>,
+                                         results_in_key_slots<value_of<AIt>, value_of<BIt>>>;
+
+// Where a tile position's result lives: in its key's slot (InKeys) or in
+// the layout's results array, A's positions first.
+template <class TA, class TB, bool InKeys>
+struct result_slots {
+  TA* as;
+  TB* bs;
+  int* results;
+  int na;
+  __device__ int& a(int k) const {
+    if constexpr (InKeys) return *reinterpret_cast<int*>(as + k);
+    else return results[k];
+  }
+  __device__ int& b(int k) const {
+    if constexpr (InKeys) return *reinterpret_cast<int*>(bs + k);
+    else return results[na + k];
+  }
+  __device__ int& operator[](int j) const { return j < na ? a(j) : b(j - na); }
+};
 
 constexpr int match_flag = int(0x80000000u);
 
@@ -175,10 +209,10 @@ using out_value_t = typename std::iterator_traits<It>::value_type;
 // Coalesced stores of the tile's results: positions [0, na) are A's,
 // [na, count) B's. Matches are counted here, once a position.
 template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt,
-          class AOut, class BOut, class Comp>
+          class Slots, class AOut, class BOut, class Comp>
 __device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& g, const tile_range& r,
                                                   const value_of<AIt>* as, int na, const value_of<BIt>* bs, int nb,
-                                                  int count, int b_valid, const int* results, AOut a_out,
+                                                  int count, int b_valid, const Slots& results, AOut a_out,
                                                   BOut b_out, match_counters counters, Comp& comp, int tid) {
   using TB = value_of<BIt>;
   constexpr bool a_writes_any = writes_output(TypeA) || AWrites == a_writes::equal_count;
@@ -204,7 +238,13 @@ __device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& 
         index_t n_equal = 0;
         if (m && lb < g.nb) {
           const tile_or_global<TB, BIt> hay{bs, b_valid, r.b0, g.b_keys};
-          n_equal = upper_bound_from(hay, lb, g.nb, as[j], comp) - lb;
+          // A's key, or where its slot holds its result (results_in_key_slots;
+          // B is never written here) the B element it matched, equal to it.
+          if constexpr (results_in_key_slots<value_of<AIt>, TB>) {
+            n_equal = upper_bound_from(hay, lb, g.nb, bs[local], comp) - lb;
+          } else {
+            n_equal = upper_bound_from(hay, lb, g.nb, as[j], comp) - lb;
+          }
         }
         a_out[r.a0 + j] = static_cast<out_value_t<AOut>>(n_equal);
       } else if constexpr (writes_output(TypeA)) {
@@ -242,9 +282,10 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
   // A elements, A's element before the range that of the first B elements.
   const int halo_a = b_needs_match && r.a0 > 0 ? 1 : 0;
   const int halo_b = a_needs_match && r.b1 < g.nb ? 1 : 0;
+  constexpr bool in_keys = results_in_key_slots<TA, TB>;
   TA* as = reinterpret_cast<TA*>(smem) + 1;
   TB* bs = reinterpret_cast<TB*>(smem + layout::b_offset(na));
-  int* results = reinterpret_cast<int*>(smem + layout::results);
+  int* const results_array = reinterpret_cast<int*>(smem + layout::results);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr bool bulk = search_bulk_of<AIt, BIt>;
 #else
@@ -252,7 +293,14 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
 #endif
 
   const int b_valid = nb + halo_b;  // B's elements a match test may read
+  // B's keys are overwritten by their results while other threads walk
+  // (in_keys): a thread whose walk reaches the next thread's first B element
+  // takes it from here, where that thread left it before the walks began.
+  constexpr bool b_overwritten = in_keys && writes_output(TypeB);
+  __shared__ __align__(16) unsigned char first_b_bytes[b_overwritten ? Box::nt * sizeof(TB) : 1];
+  TB* const first_b = reinterpret_cast<TB*>(first_b_bytes);
   if (!ordered) {
+    const result_slots<TA, TB, in_keys> results{as, bs, results_array, na};
     for (int j = tid; j < count; j += Box::nt) results[j] = 0;
   } else {
     if constexpr (bulk) {
@@ -273,8 +321,8 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
       __syncthreads();
     }
 
-    // The tile's merge (A first on ties): results[a] = b (and match_flag)
-    // for A's element a, results[na + b] = a for B's element b. Each thread
+    // The tile's merge (A first on ties): A's element a records b (and
+    // match_flag), B's element b records a (result_slots). Each thread
     // walks its VT steps, bounded by where the next thread starts: the walks
     // then cover the tile's positions exactly once whatever the comparator
     // does. Starts out of order (unsorted input) make the tile write no match
@@ -283,24 +331,35 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
     // (merge_walk, cta_merge.cuh); what a step records is the search's.
     // (Against the search's own loop it replaced, H200, 181 benchmark rows:
     // 0.988-1.025, index_match on both sides 1.010-1.012 slower at 2^26 and
-    // 2^28, every other dense row within 1%.)
+    // 2^28, every other dense row within 1%.) Results kept in the key slots
+    // (in_keys) overwrite a thread's keys as it walks them: what it reads
+    // of its neighbours' (A's element before its start, B's element at its
+    // end) it reads before the walks begin.
+    const result_slots<TA, TB, in_keys> results{as, bs, results_array, na};
     const int diag = Box::vt * tid < count ? Box::vt * tid : count;
     const int diag_end = Box::vt * (tid + 1) < count ? Box::vt * (tid + 1) : count;
     int a = merge_path<bounds::lower, int>(as, na, bs, nb, diag, comp);
     int b = diag - a;
+    TA prev_a = as[a - 1];
     __shared__ int starts[Box::nt];
     starts[tid] = a;
+    if constexpr (b_overwritten) first_b[tid] = bs[b < b_valid ? b : 0];
     __syncthreads();
     const int a_end = tid + 1 < Box::nt ? starts[tid + 1] : na;
     const int b_end = diag_end - a_end;
+    // The key the walk sees at b_end (A's last elements' match test).
+    TB b_last{};
+    if constexpr (b_overwritten) b_last = tid + 1 < Box::nt ? first_b[tid + 1] : bs[b_end];  // the halo (or unread)
     if (__syncthreads_or(a_end < a || b_end < b)) {
       for (int j = tid; j < count; j += Box::nt) results[j] = 0;
     } else {
       // Each step records the element's bound and match instead of the key.
-      TA prev_a = as[a - 1];
       merge_walk<Box::vt, Full>(
-          a, a_end, b, b_end, diag_end - diag, [&](int k) { return as[k < na ? k : -1]; },
-          [&](int k) { return bs[k < b_valid ? k : 0]; },
+          a, a_end, b, b_end, diag_end - diag, [&](int k) { return as[k < a_end ? k : -1]; },
+          [&](int k) {
+            if constexpr (b_overwritten) return k < b_end ? bs[k] : b_last;
+            else return bs[k < b_valid ? k : 0];
+          },
           [&](int, int, const TA& a_key, const TB& b_key) {
             return a_goes_first<bounds::lower>(a_key, b_key, comp);
           },
@@ -308,19 +367,20 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
             if (from_a) {
               if constexpr (a_writes_any) {
                 const bool m = a_needs_match && b_at < b_valid && !comp(a_key, b_key);
-                results[a_at] = b_at | (m ? match_flag : 0);
+                results.a(a_at) = b_at | (m ? match_flag : 0);
               }
               prev_a = a_key;
             } else if constexpr (writes_output(TypeB)) {
               const bool m = b_needs_match && (a_at > 0 || halo_a) && !comp(prev_a, b_key);
-              results[na + b_at] = a_at | (m ? match_flag : 0);
+              results.b(b_at) = a_at | (m ? match_flag : 0);
             }
           });
     }
   }
   __syncthreads();
-  store_search_tile<Box, Full, TypeA, TypeB, AWrites>(g, r, as, na, bs, nb, count, b_valid, results, a_out, b_out,
-                                                      counters, comp, tid);
+  store_search_tile<Box, Full, TypeA, TypeB, AWrites>(g, r, as, na, bs, nb, count, b_valid,
+                                                      result_slots<TA, TB, in_keys>{as, bs, results_array, na},
+                                                      a_out, b_out, counters, comp, tid);
 }
 
 // Registers decide how many CTAs share an SM: three quarters of a full SM, as
