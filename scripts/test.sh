@@ -12,7 +12,10 @@
 # twice as long (73 minutes on 2 cores, 2026-11-29). LIBMERGE_CUDA_ARCHS
 # overrides the choice (a CMAKE_CUDA_ARCHITECTURES list, e.g. "80;90;100").
 # The GPU tests' host code is compiled at -O0 then (nvcc's -O is the host's
-# alone: their device code stays the same), at the build type's -O3 with a GPU.
+# alone: their device code stays the same), at the build type's -O3 with a GPU,
+# and the device code of every CUDA target without optimization
+# (LIBMERGE_CUDA_DEVICE_OPT: cicc and ptxas at -O0; CMakeLists.txt says what
+# it saves), fully optimized with a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-deps.sh
@@ -20,14 +23,17 @@ source scripts/env.sh
 labels=cpu
 archs=90
 host_opt=-O0  # the GPU tests' host code, compiled and never run here
+device_opt='-Xcicc=-O0 -Xptxas=-O0'  # every CUDA target's device code, likewise
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   labels='cpu|gpu'
   archs=native
   host_opt=
+  device_opt=
 fi
 archs=${LIBMERGE_CUDA_ARCHS:-$archs}
 cmake_args=(-DCMAKE_BUILD_TYPE=Release)
-command -v nvcc >/dev/null 2>&1 && cmake_args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs" "-DLIBMERGE_GPU_TEST_HOST_OPT=$host_opt")
+command -v nvcc >/dev/null 2>&1 && cmake_args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs" "-DLIBMERGE_GPU_TEST_HOST_OPT=$host_opt"
+                                               "-DLIBMERGE_CUDA_DEVICE_OPT=$device_opt")
 cmake -S . -B "$BUILD_DIR" "${cmake_args[@]}"
 cmake --build "$BUILD_DIR" -j"$JOBS"
 echo "test.sh: running the tests labelled $labels"
