@@ -83,10 +83,9 @@ sort_outline outline_sort(const device_info& dev, index_t n, bool two_runs, cons
 // 2-way ones, below the 4-way passes' size: the early round took 1.2 ms
 // more local sort on 2 H100s than it saved. Since 2026-11-28 int32 keys
 // under lm::less take 4-way passes from 2^23, so that second run makes six
-// too and 2^27 keys a rank take the early round, which on 2 H200s costs:
-// 2^28 int32 keys in all 6.94-6.98 ms with it, 6.43-6.58 without, local
-// sort 5.17 against 4.65; pairs and 2^30 keys still gain. A rule for keys
-// alone is left: docs/multi-gpu-sort.md.)
+// too, and on 2 H200s the early round then cost: 2^28 int32 keys in all
+// 6.94-6.98 ms with it, 6.43-6.58 without. Elements of 4 bytes or fewer
+// take it only from first runs of 2^27 on: nccl/plan.cuh, min_early_small.)
 template <class Policy, class K, class V, bool WithValues, class Comp>
 index_t two_run_width(const device_info& dev, index_t n, const char* algorithm) {
   if constexpr (sizeof(K) + (WithValues ? sizeof(V) : 0) > max_element_bytes) {
