@@ -197,11 +197,12 @@ struct merge_sort_line {
 // haystack elements (vt counts 4-byte keys, scaled by scale_vt for the larger
 // of the two types); vt_in_keys for keys of one 4-byte type, whose results
 // take their keys' slots in shared memory (cuda/search/dense.cuh,
-// results_in_key_slots), which leaves room for longer tiles. When only one side writes results and the other side is
-// at least sparse_ratio times longer, each needle is searched on its own
-// instead of streaming the long side: needle_nt threads a block, needle_vt
-// needles a thread, with a 4-ary search (three probes a step) while the other
-// side is less than quaternary_below times longer, a binary one from there.
+// results_in_key_slots), which leaves room for longer tiles. When only one
+// side writes results and the other side is at least sparse_ratio times
+// longer, each needle is searched on its own instead of streaming the long
+// side: needle_nt threads a block, needle_vt needles a thread, with a 4-ary
+// search (three probes a step) while the other side is less than
+// quaternary_below times longer, a binary one from there.
 // Where the keys are numbers in their natural order (lm::less, lm::greater,
 // Thrust's less and greater), the per-needle search is binary only down to a
 // window of interpolate_from times the needles' spacing (|B| / |A|), then
