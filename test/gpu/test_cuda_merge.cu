@@ -354,6 +354,56 @@ BOOST_AUTO_TEST_CASE(merge_of_ranges_at_every_offset_in_a_line) {
       64);
 }
 
+// A comparator that sees only input keys: every key of these inputs is a
+// multiple of 7 in [7000, 7000 + 7 * 2^20); anything else it is shown (what
+// shared memory held before the tile) raises *seen_other.
+struct input_keys_only_less {
+  int* seen_other;
+  __host__ __device__ static bool input(std::int32_t x) { return x >= 7000 && x < 7000 + 7 * (1 << 20) && x % 7 == 0; }
+  __host__ __device__ bool operator()(std::int32_t x, std::int32_t y) const {
+#ifdef __CUDA_ARCH__
+    if (!input(x) || !input(y)) atomicExch(seen_other, 1);
+#endif
+    return x < y;
+  }
+};
+
+// A tile whose range of A is empty (every key of B below every key of A)
+// still compares input keys only: where a side is exhausted the merge reads
+// the staged pair's first element, which must be B's when A has none, at
+// every offset of B in its 16-byte line (keys-only int32 merges are staged
+// by bulk copies on sm_90). Shared memory is first filled with other keys by
+// a merge of them.
+BOOST_AUTO_TEST_CASE(merge_with_an_empty_side_compares_input_keys_only) {
+  const long long nv = cuda_test::tuned_merge_nv<std::int32_t>();
+  thrust::device_vector<int> seen(1, 0);
+  for (int ob = 0; ob < 4; ++ob) {
+    BOOST_TEST_CONTEXT("B at element " << ob << " of its line") {
+      const long long na = 3 * nv + 5, nb = 2 * nv + 3;
+      std::vector<std::int32_t> other(static_cast<std::size_t>(na + nb), 1), a(static_cast<std::size_t>(na)),
+          b(static_cast<std::size_t>(nb));
+      for (long long i = 0; i < nb; ++i) b[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(7000 + 7 * i);
+      for (long long i = 0; i < na; ++i) a[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(7000 + 7 * (nb + i));
+      auto d_other = to_device(other);
+      thrust::device_vector<std::int32_t> out(static_cast<std::size_t>(na + nb) + 4);
+      lm::merge(lm::cuda::par, d_other.begin(), d_other.begin() + na, d_other.begin() + na, d_other.end(), out.begin());
+      auto da = to_device(a);
+      thrust::device_vector<std::int32_t> db(static_cast<std::size_t>(nb) + 4);
+      thrust::copy(b.begin(), b.end(), db.begin() + ob);
+      const std::int32_t* pb = thrust::raw_pointer_cast(db.data()) + ob;
+      std::int32_t* po = thrust::raw_pointer_cast(out.data()) + ob;
+      lm::merge(lm::cuda::par, da.begin(), da.end(), pb, pb + nb, po,
+                input_keys_only_less{thrust::raw_pointer_cast(seen.data())});
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<std::int32_t> got(static_cast<std::size_t>(na + nb)), want(b);
+      thrust::copy(out.begin() + ob, out.begin() + ob + na + nb, got.begin());
+      want.insert(want.end(), a.begin(), a.end());
+      check_same(got, want, "merge with B before A");
+      BOOST_CHECK_EQUAL(static_cast<int>(seen[0]), 0);
+    }
+  }
+}
+
 // Fancy iterators: counting and transform inputs, discard outputs, mixed
 // input iterator types, device_ptr and raw pointers.
 struct times_three {
