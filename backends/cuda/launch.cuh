@@ -244,12 +244,10 @@ void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, c
 }
 
 // How many CTAs of `kernel` (nt threads, smem bytes of dynamic shared memory)
-// the device holds at once; 0 when it holds none or cannot launch cooperative
-// kernels. A cooperative grid no larger than this is resident in full, so its
-// grid-wide barriers cannot wait on a CTA that never started. Cached per
-// (device, kernel); the shared-memory limit must be raised before (below).
+// the device holds at once: one wave of its grid. Cached per (device,
+// kernel); the shared-memory limit must be raised before (below).
 template <class Kernel>
-int resident_ctas(Kernel kernel, int nt, std::size_t smem, const device_info& dev, const char* algorithm) {
+int wave_ctas(Kernel kernel, int nt, std::size_t smem, const device_info& dev, const char* algorithm) {
   static std::mutex mutex;
   static std::map<std::pair<int, const void*>, int> cache;
   std::lock_guard<std::mutex> lock(mutex);
@@ -259,7 +257,15 @@ int resident_ctas(Kernel kernel, int nt, std::size_t smem, const device_info& de
   int per_sm = 0;
   check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, nt, smem), algorithm,
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  return cache.emplace(key, dev.cooperative ? per_sm * dev.sms : 0).first->second;
+  return cache.emplace(key, per_sm * dev.sms).first->second;
+}
+
+// wave_ctas, or 0 when the device cannot launch cooperative kernels. A
+// cooperative grid no larger than this is resident in full, so its grid-wide
+// barriers cannot wait on a CTA that never started.
+template <class Kernel>
+int resident_ctas(Kernel kernel, int nt, std::size_t smem, const device_info& dev, const char* algorithm) {
+  return dev.cooperative ? wave_ctas(kernel, nt, smem, dev, algorithm) : 0;
 }
 
 // Launches `kernel` as a cooperative grid (cudaLaunchAttributeCooperative):

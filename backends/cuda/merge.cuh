@@ -1,11 +1,13 @@
 // CUDA merge and merge_by_key: partition once (partition.cuh), then one CTA per
 // tile of nv outputs loads its ranges of A and B, merges them in shared memory
-// (cta_merge.cuh) and writes the tile with coalesced stores.
+// (cta_merge.cuh) and writes the tile with coalesced stores. Small merges'
+// first tiles find their own ends instead (merge_kernel, self_ends_waves_all).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <iterator>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -158,13 +160,54 @@ template <class Geometry>
 inline constexpr std::size_t element_bytes =
     sizeof(typename Geometry::key_type) + (Geometry::with_values ? sizeof(typename Geometry::value_type) : 0);
 
-template <class Box, class Geometry, class KeysOut, class ValsOut, class Comp>
+// One CTA per tile. With SelfEnds, the first `self_tiles` tiles find their
+// own two ends, a warp each (warp_merge_path: a few rounds of 32 probes),
+// instead of waiting for the partition kernel, which finds the rest meanwhile
+// (or does not run at all: `partitioned` false). The partition kernel lets
+// this kernel start once the inputs are complete (allow_dependent_launch
+// after its own wait), so those tiles read them without waiting for the
+// partitions; where no partition kernel ran they wait for the work before
+// them. Later tiles wait for the whole partition grid. Only the small tiles
+// take it (self_ends_waves_all): in the large tiles' kernel the same code
+// cost more than it saved (H200, the first one or two waves finding their
+// own ends: 0.95x-0.98x the time at 2^24 and 2^26, but merge_by_key
+// 1.03x-1.04x from 2^26 up and int32 keys 1.01x-1.04x at 2^25 and 2^28).
+template <class Box, bool SelfEnds, class Geometry, class KeysOut, class ValsOut, class Comp>
 __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Geometry>>)
-    merge_kernel(Geometry g, const index_t* mp, KeysOut keys_out, ValsOut vals_out, Comp comp) {
+    merge_kernel(Geometry g, const index_t* mp, index_t self_tiles, bool partitioned, KeysOut keys_out,
+                 ValsOut vals_out, Comp comp) {
   extern __shared__ __align__(16) unsigned char smem[];
-  wait_for_prerequisite_grid();  // the partitions are complete from here on
   const index_t tile = blockIdx.x;
-  const tile_range r = find_tile_range(g, tile, Box::nv, mp[tile], mp[tile + 1]);
+  tile_range r;
+  if constexpr (!SelfEnds) {
+    (void)self_tiles;
+    (void)partitioned;
+    wait_for_prerequisite_grid();  // the partitions are complete from here on
+    r = find_tile_range(g, tile, Box::nv, mp[tile], mp[tile + 1]);
+  } else {
+    index_t begin, end;
+    if (tile < self_tiles) {
+      __shared__ index_t ends[2];
+      if (!partitioned) wait_for_prerequisite_grid();
+      const int warp = static_cast<int>(threadIdx.x / 32);
+      if (warp < 2) {
+        const index_t s = partition_at<bounds::lower, 32>(g, tile + warp, Box::nv, comp);
+        if (threadIdx.x % 32 == 0) ends[warp] = s;
+      }
+      if (Box::nt == 32) {
+        const index_t s = partition_at<bounds::lower, 32>(g, tile + 1, Box::nv, comp);
+        if (threadIdx.x == 0) ends[1] = s;
+      }
+      __syncthreads();
+      begin = ends[0];
+      end = ends[1];
+    } else {
+      wait_for_prerequisite_grid();  // the partitions are complete from here on
+      begin = mp[tile];
+      end = mp[tile + 1];
+    }
+    r = find_tile_range(g, tile, Box::nv, begin, end);
+  }
   if (r.count() == Box::nv) {
     merge_tile<Box, true>(g, r, tile * Box::nv, smem, keys_out, vals_out, comp);
   } else {
@@ -172,7 +215,21 @@ __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Ge
   }
 }
 
-template <class Box, class Policy, class Geometry, class KeysOut, class ValsOut, class Comp>
+// Which tiles of a merge in small tiles (SelfEnds) find their own ends: all
+// of them up to self_ends_waves_all waves of CTAs (no partition kernel
+// runs), else the first self_ends_waves_first waves. Below a wave or two
+// the partition kernel is a launch and a chain of dependent loads that the
+// merge kernel waits for with the GPU idle; above, its loads hide behind
+// the first wave's merging. H200, one call, against the kernel that waits
+// for every partition (time ratios, int32 keys / int32 pairs / int64 keys):
+// 2^20 0.87/0.86/0.87, 2^21 0.88/1.00/0.97, 2^22 0.97/0.96/0.95 and 2^23
+// 0.95/0.97/0.98; all tiles up to 4 waves made pairs at 2^22 1.04x slower,
+// the first wave alone int32 keys at 2^22 (1093 tiles, 1056 in a wave)
+// 1.05x slower.
+inline constexpr index_t self_ends_waves_all = 2;
+inline constexpr index_t self_ends_waves_first = 1;
+
+template <class Box, bool SelfEnds, class Policy, class Geometry, class KeysOut, class ValsOut, class Comp>
 void launch_merge(const Policy& policy, const device_info& dev, const Geometry& g, KeysOut keys_out,
                   ValsOut vals_out, Comp comp, const char* algorithm) {
   const std::size_t smem = merge_tile_layout<Geometry, Box::nv>::bytes;
@@ -180,17 +237,27 @@ void launch_merge(const Policy& policy, const device_info& dev, const Geometry& 
   // Everything that can refuse the call does so before anything is launched.
   const index_t num_tiles = (g.size() + Box::nv - 1) / Box::nv;
   if (num_tiles > max_grid_ctas) throw_too_many_tiles(algorithm);
-  auto kernel = merge_kernel<Box, Geometry, KeysOut, ValsOut, Comp>;
+  auto kernel = merge_kernel<Box, SelfEnds, Geometry, KeysOut, ValsOut, Comp>;
   prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);
+  index_t self_tiles = 0;
+  if constexpr (SelfEnds) {
+    const index_t wave = wave_ctas(kernel, Box::nt, smem, dev, algorithm);
+    self_tiles = num_tiles <= self_ends_waves_all * wave ? num_tiles : self_ends_waves_first * wave;
+  }
+  const bool partitioned = self_tiles < num_tiles;
 
   const cudaStream_t stream = policy.stream();
-  const std::size_t temp_bytes = sizeof(index_t) * static_cast<std::size_t>(num_tiles + 1);
-  temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);
-  index_t* mp = temp.template as<index_t>();
-
-  launch_partitions<bounds::lower>(g, Box::nv, num_tiles, mp, comp, stream, dev, algorithm);
+  // The partitions (mp[self_tiles, num_tiles]), where a partition kernel runs.
+  const std::size_t temp_bytes = partitioned ? sizeof(index_t) * static_cast<std::size_t>(num_tiles + 1) : 0;
+  std::optional<temporary_storage<typename Policy::allocator_type>> temp;
+  index_t* mp = nullptr;
+  if (partitioned) {
+    temp.emplace(policy.allocator(), stream, temp_bytes, algorithm);
+    mp = temp->template as<index_t>();
+    launch_partitions<bounds::lower>(g, Box::nv, num_tiles, mp, comp, stream, dev, algorithm, nullptr, self_tiles);
+  }
   launch(kernel, num_tiles, Box::nt, smem, stream, true, dev, algorithm, "merge_kernel", g,
-         static_cast<const index_t*>(mp), keys_out, vals_out, comp);
+         static_cast<const index_t*>(mp), self_tiles, partitioned, keys_out, vals_out, comp);
   if (policy.synchronizes()) {
     check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (a synchronous Thrust policy)");
   }
@@ -250,7 +317,7 @@ template <class Geometry, class KeysOut, class ValsOut, class Comp>
 struct merge_kernel_of {
   template <class Box, class... Rest>
   auto operator()(Box, Rest...) const {
-    return merge_kernel<Box, Geometry, KeysOut, ValsOut, Comp>;
+    return merge_kernel<Box, false, Geometry, KeysOut, ValsOut, Comp>;
   }
 };
 
@@ -264,13 +331,13 @@ void with_merge_box(const device_info& dev, const char* algorithm, index_t n, F&
     with_tuned_boxes<merge_table<K, V>>(dev, algorithm, merge_kernel_of<Geometry, KeysOut, ValsOut, Comp>{},
                                         [&](auto large, auto small, auto small_log2) {
                                           if (n < (index_t(1) << decltype(small_log2)::value)) {
-                                            f(small);
+                                            f(small, std::true_type{});
                                           } else {
-                                            f(large);
+                                            f(large, std::false_type{});
                                           }
                                         });
   } else {
-    f(typename merge_box_of<Box>::type{});
+    f(typename merge_box_of<Box>::type{}, std::false_type{});
   }
 }
 
@@ -312,7 +379,10 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   } else {
     with_merge_box<Policy, K, std::conditional_t<with_values, V, void>, G, DKeysOut, DValsOut, Comp>(
         dev, algorithm, na + nb,
-        [&](auto box) { launch_merge<decltype(box)>(policy, dev, g, d_keys_out, d_vals_out, comp, algorithm); });
+        [&](auto box, auto self_ends) {
+          launch_merge<decltype(box), decltype(self_ends)::value>(policy, dev, g, d_keys_out, d_vals_out, comp,
+                                                                 algorithm);
+        });
   }
 }
 

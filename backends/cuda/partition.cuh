@@ -17,8 +17,10 @@
 //                  sample_half; pair_sample_kernel, pieces_sample_kernel), so
 //                  that the tile form's 4-way searches start inside one tile.
 //   in-kernel      a CTA finding its own tile's two ends with a warp each
-//                  (warp_merge_path), where no partition kernel runs: the
-//                  one-kernel sort (sort/one_kernel.cuh).
+//                  (warp_merge_path): the one-kernel sort (sort/one_kernel.cuh),
+//                  and the first tiles of a merge in small tiles
+//                  (merge.cuh: merge_kernel, partition_at below), where the
+//                  partition kernel finds only the rest, or does not run.
 //
 // A "geometry" says which merge problem a diagonal belongs to (the boundary
 // form's merge and search have one problem covering both inputs). Tiles never
@@ -123,39 +125,50 @@ inline partition_plan plan_partitions(index_t num_partitions, bool checked) {
 template <int Lanes>
 inline constexpr int partitions_per_block = Lanes == 1 ? partition_block : partition_warps;
 
-// mp[p] = how many elements of A precede diagonal p * nv of its problem, each
-// found by Lanes threads: one (merge_path) or a warp (warp_merge_path, for
-// few partitions: plan_partitions). With `out_of_order` (sorted search), the
-// block also checks that its partitions are consistent, each to the next: A's
-// and B's positions both non-decreasing. They always are for sorted input and
-// a strict weak order; when not, out_of_order[block] = 1 (else 0), and the
-// search writes defined outputs instead of leaving positions no tile covers
-// (the tiles' ranges overlap and leave gaps then).
+// The partition at diagonal p * nv (clamped to the input) of a single
+// problem: how many elements of A precede it, found by Lanes threads, one
+// (merge_path) or a warp (warp_merge_path: every lane passes the same p and
+// all return the answer).
+template <bounds Bounds, int Lanes, class Geometry, class Comp>
+__device__ __forceinline__ index_t partition_at(const Geometry& g, index_t p, index_t nv, Comp& comp) {
+  static_assert(Lanes == 1 || Lanes == 32, "a partition is found by a thread or by a whole warp");
+  const index_t diag = p * nv < g.size() ? p * nv : g.size();
+  const merge_problem q = g.problem_at(diag);
+  if constexpr (Lanes == 1) {
+    return merge_path<Bounds, index_t>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin,
+                                       comp);
+  } else {
+    return warp_merge_path<Bounds>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin, comp);
+  }
+}
+
+// mp[p] = partition_at(p) for p in [first, num_partitions), each found
+// by Lanes threads: one or a warp (for few partitions: plan_partitions). The
+// merge kernel's first tiles find their own ends (merge.cuh), so the merge
+// asks only for the partitions from `first` on. With `out_of_order` (sorted
+// search; first is 0 then), the block also checks that its partitions are
+// consistent, each to the next: A's and B's positions both non-decreasing.
+// They always are for sorted input and a strict weak order; when not,
+// out_of_order[block] = 1 (else 0), and the search writes defined outputs
+// instead of leaving positions no tile covers (the tiles' ranges overlap and
+// leave gaps then).
 template <bounds Bounds, int Lanes, class Geometry, class Comp>
 __global__ void __launch_bounds__(partitions_per_block<Lanes> * Lanes)
-    partition_kernel(Geometry g, index_t nv, index_t num_partitions, index_t* mp, Comp comp,
+    partition_kernel(Geometry g, index_t nv, index_t first, index_t num_partitions, index_t* mp, Comp comp,
                      unsigned char* out_of_order) {
-  static_assert(Lanes == 1 || Lanes == 32, "a partition is found by a thread or by a whole warp");
   constexpr int slots = partitions_per_block<Lanes>;
   wait_for_prerequisite_grid();
+  // From here on the inputs are complete: the next kernel may start, and may
+  // read them before this one ends (the merge kernel's first tiles do).
   allow_dependent_launch();
   const bool checked = out_of_order != nullptr;
   const int slot = static_cast<int>(threadIdx.x) / Lanes;  // the block's partition this thread helps find
   const bool leader = threadIdx.x % Lanes == 0;
   const index_t per_block = checked ? slots - 1 : slots;
-  const index_t p = static_cast<index_t>(blockIdx.x) * per_block + slot;
+  const index_t p = first + static_cast<index_t>(blockIdx.x) * per_block + slot;
   const auto diag_of = [&](index_t k) { return k * nv < g.size() ? k * nv : g.size(); };
   index_t a = 0;
-  if (p < num_partitions) {  // the same for all Lanes threads of a partition
-    const index_t diag = diag_of(p);
-    const merge_problem q = g.problem_at(diag);
-    if constexpr (Lanes == 1) {
-      a = merge_path<Bounds, index_t>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin,
-                                      comp);
-    } else {
-      a = warp_merge_path<Bounds>(g.a_view(q.a_begin), q.na, g.b_view(q.b_begin), q.nb, diag - q.diag_begin, comp);
-    }
-  }
+  if (p < num_partitions) a = partition_at<Bounds, Lanes>(g, p, nv, comp);  // the same for all Lanes threads
   // Checked, a block's last partition is written by the next block (its
   // first), unless it is the last of all.
   const bool last = slot + 1 == slots;
@@ -173,18 +186,19 @@ __global__ void __launch_bounds__(partitions_per_block<Lanes> * Lanes)
   if (threadIdx.x == 0) out_of_order[blockIdx.x] = any ? 1 : 0;
 }
 
-// Fills mp[0, num_tiles] for tiles of nv elements (and out_of_order, one byte
-// a block of plan_partitions, unless it is null).
+// Fills mp[first, num_tiles] with the partitions from `first` to num_tiles
+// of tiles of nv elements (and out_of_order, one byte a block of
+// plan_partitions, unless it is null; first is 0 then).
 template <bounds Bounds, class Geometry, class Comp>
 void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t* mp, Comp comp,
                        cudaStream_t stream, const device_info& dev, const char* algorithm,
-                       unsigned char* out_of_order = nullptr) {
+                       unsigned char* out_of_order = nullptr, index_t first = 0) {
   const index_t num_partitions = num_tiles + 1;
-  const partition_plan plan = plan_partitions(num_partitions, out_of_order != nullptr);
+  const partition_plan plan = plan_partitions(num_partitions - first, out_of_order != nullptr);
   auto run = [&](auto lanes) {
     constexpr int L = decltype(lanes)::value;
     launch(partition_kernel<Bounds, L, Geometry, Comp>, plan.blocks, partitions_per_block<L> * L, 0, stream, false,
-           dev, algorithm, "partition_kernel", g, nv, num_partitions, mp, comp, out_of_order);
+           dev, algorithm, "partition_kernel", g, nv, first, num_partitions, mp, comp, out_of_order);
   };
   if (plan.warps) {
     run(std::integral_constant<int, 32>{});

@@ -86,8 +86,28 @@ long long tuned_merge_nv(long long n = 1) {
   long long nv = 0;
   cb::with_merge_box<libmerge::cuda::policy<>, K, V, typename M::geometry, K*, typename M::vals_out,
                      libmerge::less<>>(cb::current_device("test"), "test", n,
-                                       [&](auto box) { nv = decltype(box)::nv; });
+                                       [&](auto box, auto...) { nv = decltype(box)::nv; });
   return nv;
+}
+
+// CTAs in one wave of the kernel of a tuned merge of n elements of keys K and
+// values V: the unit of the merge's self_ends_waves_all and _first.
+template <class K, class V = void>
+long long tuned_merge_wave(long long n = 1) {
+  namespace cb = internals::cuda;
+  using M = plain_merge<K, V>;
+  long long wave = 0;
+  const auto& dev = cb::current_device("test");
+  cb::with_merge_box<libmerge::cuda::policy<>, K, V, typename M::geometry, K*, typename M::vals_out,
+                     libmerge::less<>>(dev, "test", n, [&](auto box, auto self_ends) {
+    using Box = decltype(box);
+    auto kernel = cb::merge_kernel<Box, decltype(self_ends)::value, typename M::geometry, K*, typename M::vals_out,
+                                   libmerge::less<>>;
+    const std::size_t smem = cb::merge_tile_layout<typename M::geometry, Box::nv>::bytes;
+    cb::prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, "test");
+    wave = cb::wave_ctas(kernel, Box::nt, smem, dev, "test");
+  });
+  return wave;
 }
 // The size from which tuned merges take the large tiles (2^small_log2 of the
 // entry for this device).

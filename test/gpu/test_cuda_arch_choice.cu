@@ -44,7 +44,7 @@ BOOST_AUTO_TEST_CASE(kernels_report_the_architecture_they_were_built_for) {
   using G = cb::single_merge<const int*, const int*, lm::detail::no_values, lm::detail::no_values>;
   using box = lm::launch_box<128, 5>;
   const void* merge_kernel = reinterpret_cast<const void*>(
-      cb::merge_kernel<box, G, int*, lm::detail::no_values, lm::less<>>);
+      cb::merge_kernel<box, false, G, int*, lm::detail::no_values, lm::less<>>);
   BOOST_CHECK_EQUAL(cb::kernel_arch(merge_kernel, dev, "test"), expected);
   const void* sort_kernel = reinterpret_cast<const void*>(
       cb::block_sort_kernel<box, int, char, false, false, char*, lm::less<>>);

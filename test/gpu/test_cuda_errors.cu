@@ -269,11 +269,14 @@ struct failing_allocator {
   void deallocate(void* p, std::size_t, cudaStream_t stream) noexcept { cudaFreeAsync(p, stream); }
 };
 
+// (In a caller's launch box: a merge in the tuned small tiles finds its
+// tiles' ends without temporary storage, and allocates nothing.)
 BOOST_AUTO_TEST_CASE(cuda_errors_carry_code_and_algorithm) {
   thrust::device_vector<int> a(1000, 1), b(1000, 2), out(2000, -1);
   bool thrown = false;
   try {
-    lm::merge(lm::cuda::par.with_allocator(failing_allocator{}), a.begin(), a.end(), b.begin(), b.end(), out.begin());
+    lm::merge(lm::cuda::par.with_allocator(failing_allocator{}).with(lm::launch_box<128, 5>{}), a.begin(), a.end(),
+              b.begin(), b.end(), out.begin());
   } catch (const lm::cuda_error& e) {
     thrown = true;
     BOOST_CHECK_EQUAL(e.code(), cudaErrorMemoryAllocation);

@@ -198,6 +198,42 @@ BOOST_AUTO_TEST_CASE(merge_large_tiles_from_the_switch_size) {
   check_large_tiles<std::int32_t, std::int32_t>(47, false);
 }
 
+// Small merges' tiles find their own ends (merge_kernel, SelfEnds): all of
+// them up to self_ends_waves_all waves of CTAs, and above that the first
+// self_ends_waves_first waves while the partition kernel finds the rest. The
+// sizes at both edges (a last tile full, and of one element), and one with a
+// partition kernel for a few tiles only, with ties across tiles
+// (few_distinct) and without, against the serial backend.
+template <class T, class V>
+void check_self_ends(std::uint64_t seed) {
+  namespace cb = internals::cuda;
+  std::mt19937_64 rng(seed);
+  const long long nv = cuda_test::tuned_merge_nv<T, V>();
+  const long long wave = cuda_test::tuned_merge_wave<T, V>();
+  const long long all = cb::self_ends_waves_all * wave * nv;  // the largest merge with no partition kernel
+  BOOST_TEST_MESSAGE("small tiles of " << nv << ", a wave of " << wave << " CTAs");
+  for (long long n : {all - nv + 1, all, all + 1, all + 3 * nv + 7}) {
+    if (n >= cuda_test::tuned_merge_large_from<T, V>()) continue;  // the large tiles wait for every partition
+    for (distribution d : {distribution::random, distribution::few_distinct}) {
+      const long long na = n / 2 + static_cast<long long>(rng() % 1000), nb = n - na;
+      auto [a, b] = inputs<T>(na, nb, d, rng(), lm::less<>());
+      if constexpr (std::is_void_v<V>) {
+        check_merge(lm::cuda::par, a, b, lm::less<>(), describe<T>("merge (tiles find their ends)", na, nb, d, "less"));
+      } else {
+        check_merge_by_key<T, V>(lm::cuda::par, a, b, lm::less<>(),
+                                 describe<T>("merge_by_key (tiles find their ends)", na, nb, d, "less"));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(merge_tiles_find_their_own_ends) {
+  check_self_ends<std::int32_t, void>(48);
+  if (cuda_test::quick()) return;  // under compute-sanitizer: int32 keys take both paths
+  check_self_ends<std::int64_t, void>(49);
+  check_self_ends<std::int32_t, std::int32_t>(50);
+}
+
 // merge_by_key of every key type with int32 values (origin tags).
 BOOST_AUTO_TEST_CASE_TEMPLATE(merge_by_key_tuned_box, T, key_types) {
   std::mt19937_64 rng(43);
@@ -461,7 +497,9 @@ BOOST_AUTO_TEST_CASE(merge_with_thrust_policies) {
 }
 
 // Temporary storage comes from the caller's allocator when the policy has one,
-// and every allocation is given back.
+// and every allocation is given back. A merge in a caller's box partitions
+// first, into temporary storage; a small merge in the tuned tiles, whose
+// tiles all find their own ends (merge_kernel), needs none.
 BOOST_AUTO_TEST_CASE(merge_uses_the_policys_allocator) {
   std::atomic<int> live{0}, calls{0};
   const auto policy = lm::cuda::par.with_allocator(counting_allocator{&live, &calls});
@@ -469,6 +507,10 @@ BOOST_AUTO_TEST_CASE(merge_uses_the_policys_allocator) {
   auto [a, b] = inputs<int>(40000, 50000, distribution::random, rng(), lm::less<>());
   check_merge(policy, a, b, lm::less<>(), "counting allocator");
   check_merge_by_key<int, int>(policy, a, b, lm::less<>(), "counting allocator by key");
+  BOOST_CHECK_EQUAL(calls.load(), 0);
+  const auto boxed = policy.with(lm::launch_box<128, 5>{});
+  check_merge(boxed, a, b, lm::less<>(), "counting allocator, caller's box");
+  check_merge_by_key<int, int>(boxed, a, b, lm::less<>(), "counting allocator by key, caller's box");
   BOOST_CHECK_EQUAL(calls.load(), 2);
   BOOST_CHECK_EQUAL(live.load(), 0);
 }
@@ -623,8 +665,9 @@ BOOST_AUTO_TEST_CASE(no_merge_kernel_spills_at_the_tuned_boxes) {
     auto name = [&](auto box) {
       return std::string(what) + " " + std::to_string(decltype(box)::nt) + "x" + std::to_string(decltype(box)::vt);
     };
-    cuda_test::check_no_local_memory(cb::merge_kernel<large, G, K*, VOut, lm::less<>>, name(large{}));
-    cuda_test::check_no_local_memory(cb::merge_kernel<small, G, K*, VOut, lm::less<>>, name(small{}));
+    // Small tiles find their own ends where they are few (merge_kernel's SelfEnds).
+    cuda_test::check_no_local_memory(cb::merge_kernel<large, false, G, K*, VOut, lm::less<>>, name(large{}));
+    cuda_test::check_no_local_memory(cb::merge_kernel<small, true, G, K*, VOut, lm::less<>>, name(small{}));
   };
   for_types(std::int32_t{}, char{}, "merge int32");
   for_types(std::int32_t{}, std::int32_t{}, "merge_by_key int32/int32");

@@ -48,6 +48,13 @@ using cb::merge_table;
 using cb::search_table;
 using cb::with_merge_box;
 using cb::with_tuned_boxes;
+// One wave of a merge kernel (small merges' tiles find their own ends up to
+// self_ends_waves_all waves), and what a wave's CTAs take.
+using cb::merge_tile_layout;
+using cb::prepare_shared_memory;
+using cb::self_ends_waves_all;
+using cb::self_ends_waves_first;
+using cb::wave_ctas;
 // The sort across GPUs' local sort leaves two runs when the first is this wide.
 using cb::two_run_width;
 // The memory pool the default allocator draws from (its release and its
