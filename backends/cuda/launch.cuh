@@ -229,7 +229,10 @@ void launch_with(const cudaLaunchAttribute* attribute, void (*kernel)(Params...)
 // Launches `kernel` on `stream`. With `dependent` and a kernel compiled for
 // sm_90+, a programmatic dependent launch: the kernel must call
 // wait_for_prerequisite_grid() before it reads what earlier work on the
-// stream wrote. (The compiled architecture decides, not the device's: code
+// stream wrote. (One exception: where the kernel before it calls
+// allow_dependent_launch() only after its own wait, as partition_kernel
+// does, the earlier work is complete when this one starts, and only that
+// kernel's own output needs the wait; merge_kernel's first tiles rely on it.) (The compiled architecture decides, not the device's: code
 // built for sm_80 has no griddepcontrol instructions to wait.)
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream, bool dependent,

@@ -167,11 +167,16 @@ inline constexpr std::size_t element_bytes =
 // this kernel start once the inputs are complete (allow_dependent_launch
 // after its own wait), so those tiles read them without waiting for the
 // partitions; where no partition kernel ran they wait for the work before
-// them. Later tiles wait for the whole partition grid. Only the small tiles
-// take it (self_ends_waves_all): in the large tiles' kernel the same code
-// cost more than it saved (H200, the first one or two waves finding their
-// own ends: 0.95x-0.98x the time at 2^24 and 2^26, but merge_by_key
-// 1.03x-1.04x from 2^26 up and int32 keys 1.01x-1.04x at 2^25 and 2^28).
+// them. Later tiles wait for the whole partition grid. (The last such tile
+// finds its end itself, and the partition kernel finds the same partition as
+// the next tile's start: the same answer for a strict weak order; for a
+// comparator that is none, whose output is unspecified, tiles may overlap or
+// leave gaps, and find_tile_range keeps every access in range.) Only the
+// small tiles take it (self_ends_waves_all): in the large tiles' kernel the
+// same code cost more than it saved (H200, the first one or two waves
+// finding their own ends: 0.95x-0.98x the time at 2^24 and 2^26, but
+// merge_by_key 1.03x-1.04x from 2^26 up and int32 keys 1.01x-1.04x at 2^25
+// and 2^28).
 template <class Box, bool SelfEnds, class Geometry, class KeysOut, class ValsOut, class Comp>
 __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Geometry>>)
     merge_kernel(Geometry g, const index_t* mp, index_t self_tiles, bool partitioned, KeysOut keys_out,

@@ -159,7 +159,8 @@ __global__ void __launch_bounds__(partitions_per_block<Lanes> * Lanes)
   constexpr int slots = partitions_per_block<Lanes>;
   wait_for_prerequisite_grid();
   // From here on the inputs are complete: the next kernel may start, and may
-  // read them before this one ends (the merge kernel's first tiles do).
+  // read them before this one ends (the merge kernel's first tiles do; the
+  // two calls must stay in this order for them).
   allow_dependent_launch();
   const bool checked = out_of_order != nullptr;
   const int slot = static_cast<int>(threadIdx.x) / Lanes;  // the block's partition this thread helps find
