@@ -232,8 +232,9 @@ void launch_with(const cudaLaunchAttribute* attribute, void (*kernel)(Params...)
 // stream wrote. (One exception: where the kernel before it calls
 // allow_dependent_launch() only after its own wait, as partition_kernel
 // does, the earlier work is complete when this one starts, and only that
-// kernel's own output needs the wait; merge_kernel's first tiles rely on it.) (The compiled architecture decides, not the device's: code
-// built for sm_80 has no griddepcontrol instructions to wait.)
+// kernel's own output needs the wait; merge_kernel's first tiles rely on
+// it.) The compiled architecture decides, not the device's: code built for
+// sm_80 has no griddepcontrol instructions to wait.
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream, bool dependent,
             const device_info& dev, const char* algorithm, const char* kernel_name, Args&&... args) {

@@ -194,14 +194,10 @@ __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Ge
     if (tile < self_tiles) {
       __shared__ index_t ends[2];
       if (!partitioned) wait_for_prerequisite_grid();
-      const int warp = static_cast<int>(threadIdx.x / 32);
-      if (warp < 2) {
-        const index_t s = partition_at<bounds::lower, 32>(g, tile + warp, Box::nv, comp);
-        if (threadIdx.x % 32 == 0) ends[warp] = s;
-      }
-      if (Box::nt == 32) {
-        const index_t s = partition_at<bounds::lower, 32>(g, tile + 1, Box::nv, comp);
-        if (threadIdx.x == 0) ends[1] = s;
+      // End k by warp k (a one-warp box finds both).
+      for (int k = static_cast<int>(threadIdx.x / 32); k < 2; k += Box::nt / 32) {
+        const index_t s = partition_at<bounds::lower, 32>(g, tile + k, Box::nv, comp);
+        if (threadIdx.x % 32 == 0) ends[k] = s;
       }
       __syncthreads();
       begin = ends[0];
