@@ -26,13 +26,18 @@ inline constexpr bool bulk_loadable =
     (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) &&
     alignof(T) == sizeof(T);
 
-// Shared memory for two ranges of n elements of T in all, staged by
-// stage_pair: each begins up to 16 - sizeof(T) bytes into a line, and B's
-// first line follows A's last, so at most 3 (16 - sizeof(T)) bytes (45) go
-// unused.
+// Shared memory for `ranges` ranges of n elements of T in all, staged one
+// after the other (stage_pair, stage_ranges): each begins up to
+// 16 - sizeof(T) bytes into a line, and each range's first line follows the
+// last one's, so at most (2 ranges - 1) (16 - sizeof(T)) bytes go unused (45
+// for a pair of 1-byte keys).
+template <class T>
+constexpr std::size_t bulk_ranges_bytes(std::size_t n, int ranges) {
+  return (n * sizeof(T) + 15) / 16 * 16 + static_cast<std::size_t>(2 * ranges - 1) * 16;
+}
 template <class T>
 constexpr std::size_t bulk_pair_bytes(std::size_t n) {
-  return (n * sizeof(T) + 15) / 16 * 16 + 48;
+  return bulk_ranges_bytes<T>(n, 2);
 }
 
 // Where stage_pair put two ranges: a[0, na) at a, b[0, nb) at a + b_at.
@@ -111,6 +116,35 @@ class bulk_loader {
     T* bt = stage(b, nb, dst + (a_end + 15) / 16 * 16);
     if (na == 0 && nb > 0 && bt != at && tid_ == 0) at[0] = b[0];
     return {at, static_cast<int>(bt - at)};
+  }
+
+  // Stages R ranges src[k][0, n[k]) one after the other from dst (16-byte
+  // aligned, bulk_ranges_bytes<T>(sum of n, R) bytes), each from the line
+  // after the last one's end; at[k] is where range k begins, in elements from
+  // dst. A merge of them reads dst's first slot where a side is exhausted
+  // (merge_walk's stand-in), and it must hold an input key: where the first
+  // element staged does not land there, it is copied there by hand too. The
+  // slot then lies in a line no bulk copy writes (the first range's bodies
+  // begin on a later line).
+  template <int R, class T>
+  __device__ __forceinline__ void stage_ranges(const T* const (&src)[R], const int (&n)[R], unsigned char* dst,
+                                               int (&at)[R]) {
+    T* const base = reinterpret_cast<T*>(dst);
+    unsigned char* next = dst;
+    int first_at = -1;
+    const T* first_src = nullptr;
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+      T* out = stage(src[k], n[k], next);
+      at[k] = static_cast<int>(out - base);
+      if (first_at < 0 && n[k] > 0) {
+        first_at = at[k];
+        first_src = src[k];
+      }
+      const auto end = reinterpret_cast<std::uintptr_t>(out + n[k]) - reinterpret_cast<std::uintptr_t>(dst);
+      next = dst + (end + 15) / 16 * 16;
+    }
+    if (first_at > 0 && tid_ == 0) base[0] = first_src[0];
   }
 
   // Waits until every staged element is in shared memory.

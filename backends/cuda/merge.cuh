@@ -30,15 +30,17 @@ namespace libmerge::detail::cuda_backend {
 
 // Shared memory of a merge tile: its keys (A's range, then B's) and, for
 // merge_by_key, its values and for each output position the tile offset of its
-// source. Keys staged by bulk copies keep their sources' offsets in 16-byte
-// lines (bulk_pair_bytes), and their barrier comes last.
-template <class K, class V, bool WithValues, int NV, bool BulkKeys = false>
+// source. Keys staged by bulk copies, in StagedRanges ranges (a merge's A
+// and B; a 4-way pass's four pieces), keep their sources' offsets in 16-byte
+// lines (bulk_ranges_bytes), and their barrier comes last.
+template <class K, class V, bool WithValues, int NV, int StagedRanges = 0>
 struct merge_layout {
   static constexpr std::size_t keys = 0;
-  static constexpr std::size_t vals = BulkKeys ? bulk_pair_bytes<K>(NV) : align_up(NV * sizeof(K), 16);
+  static constexpr std::size_t vals =
+      StagedRanges > 0 ? bulk_ranges_bytes<K>(NV, StagedRanges) : align_up(NV * sizeof(K), 16);
   static constexpr std::size_t sources = vals + (WithValues ? align_up(NV * sizeof(V), 16) : 0);
   static constexpr std::size_t barrier = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
-  static constexpr std::size_t bytes = barrier + (BulkKeys ? 16 : 0);
+  static constexpr std::size_t bytes = barrier + (StagedRanges > 0 ? 16 : 0);
 };
 
 // Whether a merge of the geometry stages its tiles' keys by bulk copies
@@ -56,7 +58,7 @@ inline constexpr bool bulk_keys_of = !Geometry::with_values && sizeof(typename G
 
 template <class Geometry, int NV>
 using merge_tile_layout = merge_layout<typename Geometry::key_type, typename Geometry::value_type,
-                                       Geometry::with_values, NV, bulk_keys_of<Geometry>>;
+                                       Geometry::with_values, NV, bulk_keys_of<Geometry> ? 2 : 0>;
 
 // What one SM holds on the architecture of this compilation pass: its
 // tuning entry's limits (policies/launch_box.hpp; none on the host pass).
