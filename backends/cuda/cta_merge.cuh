@@ -127,13 +127,17 @@ __device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>&
 // read_b(k) load the keys (each caller decides what stands in past the end
 // of a side: a_first is asked at every step, so both keys must be readable).
 // step(i, from_a, a, b, a_key, b_key) says what step i produces. Full:
-// exactly VT steps; otherwise `steps` of them (at most VT). The merge tiles
-// keep the merged keys (serial_merge); the dense search tile, a merge that
-// writes bounds instead of keys, keeps each element's position in the other
-// sequence (search/dense.cuh).
-template <int VT, bool Full, class ReadA, class ReadB, class AFirst, class Step>
+// exactly VT steps; otherwise `steps` of them (at most VT). next_a(a) and
+// next_b(b) give the offset after a taken element: a + 1 where each side is
+// one range; a 4-way pass's staged pieces step over the gap between two
+// pieces (serial_merge_pieces). The merge tiles keep the merged keys
+// (serial_merge); the dense search tile, a merge that writes bounds instead
+// of keys, keeps each element's position in the other sequence
+// (search/dense.cuh).
+template <int VT, bool Full, class ReadA, class ReadB, class AFirst, class Step, class NextA, class NextB>
 LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, int b_end, int steps, ReadA&& read_a,
-                                                     ReadB&& read_b, AFirst&& a_first, Step&& step) {
+                                                     ReadB&& read_b, AFirst&& a_first, Step&& step, NextA&& next_a,
+                                                     NextB&& next_b) {
   auto a_key = read_a(a);
   auto b_key = read_b(b);
 LIBMERGE_UNROLL
@@ -143,13 +147,20 @@ LIBMERGE_UNROLL
     const bool from_a = b >= b_end || (a < a_end && first);
     step(i, from_a, a, b, a_key, b_key);
     if (from_a) {
-      ++a;
+      a = next_a(a);
       a_key = read_a(a);
     } else {
-      ++b;
+      b = next_b(b);
       b_key = read_b(b);
     }
   }
+}
+
+template <int VT, bool Full, class ReadA, class ReadB, class AFirst, class Step>
+LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, int b_end, int steps, ReadA&& read_a,
+                                                     ReadB&& read_b, AFirst&& a_first, Step&& step) {
+  const auto next = [](int k) { return k + 1; };
+  merge_walk<VT, Full>(a, a_end, b, b_end, steps, read_a, read_b, a_first, step, next, next);
 }
 
 // Merges VT outputs from keys[a, a_end) and keys[b, b_end) with merge_walk:
@@ -216,6 +227,54 @@ LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pairs(const K* keys, int na,
   const int d = diag - (second ? first : 0);
   const int a = a0 + merge_path<bounds::lower, int>(keys + a0, a1 - a0, keys + b0, b1 - b0, d, comp);
   serial_merge<VT, bounds::lower, true>(keys, a, na, b0 + (d - (a - a0)), count, merged, src, comp, a_split, b_split);
+}
+
+// Where a 4-way pass's four pieces lie in shared memory, in elements from
+// the tile's base: piece k is keys[at[k], at[k] + size[k]), in the order
+// 0 2 | 1 3 with a gap of under 16 bytes after each where bulk copies staged
+// them (each keeps its source's offset in a 16-byte line, bulk_load.cuh).
+struct piece_spans {
+  int at[4];
+  int size[4];
+};
+
+// Level 1 of a 4-way merge over staged pieces: cta_merge_pairs where A is
+// piece 0 then piece 2 and B piece 1 then piece 3, each pair of pieces with a
+// gap between them. A thread's search runs in the pair its first output
+// belongs to, and its walk crosses into the second pair by itself: an offset
+// that reaches a first piece's end goes on at its second piece's start, and
+// the pair an offset lies in is which side of the second piece's start it
+// is. keys[0] holds an input key (stage_ranges), the stand-in past a side's
+// end. (A merge of two pairs walked as one; the dense tile's contiguous form
+// is cta_merge_pairs.)
+template <int VT, class K, class Comp>
+LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pieces(const K* keys, const piece_spans& p, int tid,
+                                                           K (&merged)[VT], int (&src)[VT], Comp& comp) {
+  const int first = p.size[0] + p.size[1];  // outputs of the first pair
+  const int count = first + p.size[2] + p.size[3];
+  const int diag = VT * tid < count ? VT * tid : count;
+  const bool second = diag >= first;
+  const int a0 = second ? p.at[2] : p.at[0], na = second ? p.size[2] : p.size[0];
+  const int b0 = second ? p.at[3] : p.at[1], nb = second ? p.size[3] : p.size[1];
+  const int d = diag - (second ? first : 0);
+  const int m = merge_path<bounds::lower, int>(keys + a0, na, keys + b0, nb, d, comp);
+  const int a_jump = p.at[0] + p.size[0], a_later = p.at[2], a_end = p.at[2] + p.size[2];
+  const int b_jump = p.at[1] + p.size[1], b_later = p.at[3], b_end = p.at[3] + p.size[3];
+  const int a = a0 + m == a_jump ? a_later : a0 + m;
+  const int b = b0 + d - m == b_jump ? b_later : b0 + d - m;
+  merge_walk<VT, true>(
+      a, a_end, b, b_end, VT, [&](int k) { return keys[k < a_end ? k : 0]; },
+      [&](int k) { return keys[k < b_end ? k : 0]; },
+      [&](int a_at, int b_at, const K& a_key, const K& b_key) {
+        const bool a_second = a_at >= a_later, b_second = b_at >= b_later;
+        return a_second == b_second ? a_goes_first<bounds::lower>(a_key, b_key, comp) : b_second;
+      },
+      [&](int i, bool from_a, int a_at, int b_at, const K& a_key, const K& b_key) {
+        merged[i] = from_a ? a_key : b_key;
+        src[i] = from_a ? a_at : b_at;
+      },
+      [&](int k) { return k + 1 == a_jump ? a_later : k + 1; },
+      [&](int k) { return k + 1 == b_jump ? b_later : k + 1; });
 }
 
 // A warp's samples, held by lane `holder` in y[0, VT), to samples[first,

@@ -1,5 +1,5 @@
 // The merge sort's tile parts that are plain C++ (backends/engine/multiway.hpp:
-// group_split; cta_merge.cuh: cta_merge_pairs), run on the CPU: nvcc builds
+// group_split; cta_merge.cuh: cta_merge_pairs, cta_merge_pieces), run on the CPU: nvcc builds
 // them for the host too, so these checks need no GPU and run in CI. Each
 // result is compared with a brute-force stable merge.
 #define BOOST_TEST_MODULE libmerge_cuda_parts_on_host
@@ -190,6 +190,78 @@ void check_pairs_merge(std::mt19937& rng) {
     BOOST_CHECK_EQUAL_COLLECTIONS(got.begin(), got.end(), expected.begin(), expected.end());
     BOOST_CHECK_EQUAL_COLLECTIONS(got_keys.begin(), got_keys.end(), expected_keys.begin(), expected_keys.end());
   }
+}
+
+// Level 1 of a staged 4-way tile (cta_merge_pieces): the pieces in the order
+// 0 2 | 1 3 with a gap of 0 to 3 elements before each (what bulk copies of
+// 4-byte keys leave), filled with keys that are not the pieces', and the
+// tile's first slot an input key (stage_ranges copies one there). Every
+// thread's VT outputs must be merge(0, 1) followed by merge(2, 3), as keys and
+// as offsets into the tile.
+template <int NT, int VT>
+void check_pieces_merge(std::mt19937& rng) {
+  int_less comp;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int count = trial % 4 == 0 ? NT * VT : 1 + static_cast<int>(rng() % (NT * VT));
+    int size[4];
+    int left = count;
+    for (int k = 0; k < 3; ++k) {
+      size[k] = trial % 9 == 0 ? (k == 1 ? left : 0) : static_cast<int>(rng() % (left + 1));
+      left -= size[k];
+    }
+    size[3] = left;
+    std::shuffle(size, size + 4, rng);
+    const int key_range = trial % 2 ? 5 : 1 << 30;
+    cb::piece_spans p{};
+    std::vector<int> tile;
+    int first = -1;  // the first input key's offset
+    for (int k : {0, 2, 1, 3}) {
+      const int gap = static_cast<int>(rng() % 4);
+      for (int g = 0; g < gap; ++g) tile.push_back(static_cast<int>(rng() % key_range) - key_range);  // no input key
+      p.at[k] = static_cast<int>(tile.size());
+      p.size[k] = size[k];
+      std::vector<int> piece(static_cast<std::size_t>(size[k]));
+      for (auto& x : piece) x = static_cast<int>(rng() % key_range);
+      std::sort(piece.begin(), piece.end());
+      tile.insert(tile.end(), piece.begin(), piece.end());
+      if (first < 0 && size[k] > 0) first = p.at[k];
+    }
+    tile[0] = tile[static_cast<std::size_t>(first)];
+    std::vector<int> expected;
+    auto merge = [&](int a, int a_end, int b, int b_end) {
+      while (a < a_end || b < b_end) {
+        const bool take_a = b >= b_end || (a < a_end && !(tile[b] < tile[a]));
+        expected.push_back(take_a ? a++ : b++);
+      }
+    };
+    merge(p.at[0], p.at[0] + size[0], p.at[1], p.at[1] + size[1]);
+    merge(p.at[2], p.at[2] + size[2], p.at[3], p.at[3] + size[3]);
+    std::vector<int> got(count, -1), got_keys(count, -1), expected_keys(count);
+    for (int j = 0; j < count; ++j) expected_keys[j] = tile[expected[j]];
+    for (int tid = 0; tid < NT; ++tid) {
+      int merged[VT], src[VT];
+      cb::cta_merge_pieces<VT>(tile.data(), p, tid, merged, src, comp);
+      for (int i = 0; i < VT; ++i) {
+        const int j = VT * tid + i;
+        if (j < count) {
+          got[j] = src[i];
+          got_keys[j] = merged[i];
+        }
+      }
+    }
+    BOOST_TEST_INFO("nt=" << NT << " vt=" << VT << " pieces " << size[0] << "@" << p.at[0] << " " << size[1] << "@"
+                          << p.at[1] << " " << size[2] << "@" << p.at[2] << " " << size[3] << "@" << p.at[3]);
+    BOOST_CHECK_EQUAL_COLLECTIONS(got.begin(), got.end(), expected.begin(), expected.end());
+    BOOST_CHECK_EQUAL_COLLECTIONS(got_keys.begin(), got_keys.end(), expected_keys.begin(), expected_keys.end());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(pieces_merge_steps_over_the_gaps) {
+  std::mt19937 rng(11);
+  check_pieces_merge<256, 17>(rng);
+  check_pieces_merge<128, 23>(rng);
+  check_pieces_merge<32, 3>(rng);
+  check_pieces_merge<64, 1>(rng);
 }
 
 BOOST_AUTO_TEST_CASE(pairs_merge_matches_two_stable_merges) {

@@ -61,8 +61,11 @@ using cb::two_run_width;
 // fallback are tested; the NCCL benchmark allocates from it as the sort does).
 using cb::has_memory_pools;
 using cb::memory_pool;
-// The merge tile's per-thread merge, run on the CPU.
+// The merge tile's per-thread merge, run on the CPU (and its form over
+// staged pieces with gaps between them).
 using cb::cta_merge_pairs;
+using cb::cta_merge_pieces;
+using cb::piece_spans;
 // The partition kernel's plan (a warp or a thread a partition) and launch,
 // for the test of its order check at the warp/thread crossover.
 using cb::launch_partitions;
