@@ -137,7 +137,7 @@ void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const 
 template <class Box, int MaxWays, bool Guard, class K, class V, bool WithValues, class Allocator, class Comp>
 void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, index_t n, Comp comp,
                    cudaStream_t stream, const device_info& dev, const char* algorithm) {
-  constexpr std::size_t pass_smem = merge_layout<K, V, WithValues, Box::nv>::bytes;
+  constexpr std::size_t pass_smem = pass_layout<Box, K, V, WithValues>::bytes;
   const sort_buffers<K, char> key_buf{m.buf.keys0, m.buf.keys1, nullptr, nullptr};
   // Each 4-way pass samples its output for the next 4-way pass's partition;
   // the first pass's samples come from the block sort or the sortedness
@@ -209,7 +209,7 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   auto pass2 = pass_kernel<Box, 2, K, V, WithValues, Comp, guard>;
   auto pass4 = pass_kernel<Box, MaxWays, K, V, WithValues, Comp, guard>;
   const std::size_t bs_smem = sizeof(typename block_sort_types<BsBox, K, V, WithValues, Indices>::temp_storage);
-  constexpr std::size_t pass_smem = merge_layout<K, V, WithValues, Box::nv>::bytes;
+  constexpr std::size_t pass_smem = pass_layout<Box, K, V, WithValues>::bytes;
   prepare_shared_memory(bs_kernel, bs_smem, dev, BsBox::nt, BsBox::vt, algorithm);
   if (s.num_passes > 0) {
     prepare_shared_memory(pass2, pass_smem, dev, Box::nt, Box::vt, algorithm);

@@ -811,6 +811,92 @@ BOOST_AUTO_TEST_CASE(sorts_on_two_streams) {
   cudaStreamDestroy(s2);
 }
 
+// 4-way passes of keys up to 4 bytes stage their four pieces by bulk copies
+// on sm_90 (sort/pass.cuh): each piece lands at its source's offset in a
+// 16-byte line, with a gap after it, and level 1 steps over the gaps
+// (cta_merge_pieces). Every key size that is staged, in the 4-way boxes of
+// the small sampled tiles and of the tuned keys' line (forced 4-way), keys
+// only (the staged form) and by key (loaded through registers), each size
+// at tile and group boundaries of both boxes. Random input starts pieces
+// at every offset in their lines; sorted, reversed and few-distinct input
+// leave pieces empty, so that a tile's first piece lies anywhere.
+using staged_key_types = std::tuple<std::int8_t, std::uint16_t, std::int32_t, float>;
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(sort_staged_pieces_of_every_key_size, T, staged_key_types) {
+  namespace cb = internals::cuda;
+  using key_line = decltype(cb::merge_sort_table<std::int32_t, void>::template boxes<sm90_line>());
+  using kbs = std::tuple_element_t<0, key_line>;
+  using kmid = std::tuple_element_t<1, key_line>;
+  sweep<T>(lm::cuda::par.with(sampled_four_way{}), 64 * 3, 64 * 5, lm::less<>(), "staged, boxes 64x3 64x5 4-way", 300);
+  const long long t = kbs::nv;
+  for (long long n : {4 * t + 1, 16 * t - 3, 17 * t + 5}) {
+    for (distribution d : every_distribution) {
+      std::ostringstream os;
+      os << "staged, tuned keys' boxes 4-way, n=" << n << " " << name(d);
+      check_sorts(lm::cuda::par.with(lm::launch_boxes<kbs, kmid, 4>{}), make_input<T>(n, d, shape::generic, 301 + n,
+                                                                                        lm::less<>()),
+                  lm::less<>(), os.str());
+    }
+  }
+}
+
+// Keys 7000 + 7 i alone are inputs of the test below; the comparator flags
+// any other key it is given.
+struct input_keys_only_less {
+  int* seen_other;
+  __host__ __device__ static bool input(std::int32_t x) { return x >= 7000 && x < 7000 + 7 * (1 << 24) && x % 7 == 0; }
+  __host__ __device__ bool operator()(std::int32_t x, std::int32_t y) const {
+#ifdef __CUDA_ARCH__
+    if (!input(x) || !input(y)) atomicExch(seen_other, 1);
+#endif
+    return x < y;
+  }
+};
+
+// A staged 4-way tile compares input keys only: where a side of level 1 is
+// exhausted the walk reads the tile's first slot, which holds an input key
+// even where no piece begins there (stage_ranges copies one there by hand).
+// Before each sort, a sort of other keys (1 and 2, no inputs) in the same
+// boxes fills the shared memory of the CTA slots. Sizes are whole
+// block-sort tiles (a partial tile pads with its own keys anyway); sorted
+// runs and reversed input leave a tile's first pieces empty.
+BOOST_AUTO_TEST_CASE(sort_staged_pieces_compare_input_keys_only) {
+  namespace cb = internals::cuda;
+  using key_line = decltype(cb::merge_sort_table<std::int32_t, void>::template boxes<sm90_line>());
+  using kbs = std::tuple_element_t<0, key_line>;
+  using kmid = std::tuple_element_t<1, key_line>;
+  thrust::device_vector<int> seen(1, 0);
+  const input_keys_only_less comp{thrust::raw_pointer_cast(seen.data())};
+  auto run = [&](const auto& policy, long long n, const char* what) {
+    // 2 1 2 1 ...: unsorted, so that the sort runs every kernel.
+    std::vector<std::int32_t> others(static_cast<std::size_t>(std::max(n, 1LL << 20)));
+    for (std::size_t i = 0; i < others.size(); ++i) others[i] = i % 2 == 0 ? 2 : 1;
+    std::mt19937_64 rng(static_cast<std::uint64_t>(n));
+    for (int shape_id = 0; shape_id < 4; ++shape_id) {
+      std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+      for (auto& x : v) x = static_cast<std::int32_t>(7000 + 7 * static_cast<std::int64_t>(rng() % (1 << 24)));
+      if (shape_id == 1) std::sort(v.begin(), v.end());
+      if (shape_id == 2) std::sort(v.begin(), v.end(), [](std::int32_t x, std::int32_t y) { return y < x; });
+      if (shape_id == 3) {
+        for (long long i = 0; i < n; i += 777) std::sort(v.begin() + i, v.begin() + std::min(n, i + 777));
+      }
+      const auto expected = reference_sort(v, std::less<>());
+      auto other = to_device(others);
+      lm::merge_sort(policy, other.begin(), other.end());
+      auto d = to_device(v);
+      seen[0] = 0;
+      lm::merge_sort(policy, d.begin(), d.end(), comp);
+      BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+      std::ostringstream os;
+      os << what << " n=" << n << " shape " << shape_id;
+      check_same(to_host(d), expected, os.str());
+      BOOST_CHECK_MESSAGE(static_cast<int>(seen[0]) == 0, os.str() << ": the comparator was given a key that is no input");
+    }
+  };
+  run(lm::cuda::par.with(sampled_four_way{}), 192 * 300, "boxes 64x3 64x5 4-way");
+  run(lm::cuda::par.with(lm::launch_boxes<kbs, kmid, 4>{}), kbs::nv * 20, "tuned keys' boxes 4-way");
+}
+
 // No merge pass spills registers at the tuned boxes (issue: per-kernel budgets).
 BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
   namespace cb = internals::cuda;

@@ -220,7 +220,7 @@ void merge_four(const Policy& policy, const K* keys, const V* vals, const index_
           throw std::invalid_argument(std::string("libmerge::") + algorithm + ": too many elements for one rank");
         }
         auto pass4 = pass_kernel<Box, 4, K, V, WithValues, Comp>;
-        using layout = merge_layout<K, V, WithValues, Box::nv>;
+        using layout = pass_layout<Box, K, V, WithValues>;
         prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
         // Pair samples of each half at every multiple of nv up to its size.
         const index_t stride = (std::max(len[0] + len[1], len[2] + len[3]) + Box::nv - 1) / Box::nv + 1;
