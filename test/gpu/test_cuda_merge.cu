@@ -33,6 +33,7 @@
 namespace lm = libmerge;
 using namespace test_support;
 using cuda_test::counting_allocator;
+using cuda_test::input_keys_only_less;
 using cuda_test::poison;
 using cuda_test::quick;
 using cuda_test::stream_gate;
@@ -397,20 +398,6 @@ BOOST_AUTO_TEST_CASE(merge_of_ranges_at_every_offset_in_a_line) {
       lm::less<>(), [](auto& rng) { return wide_key{static_cast<long long>(rng() % 100), static_cast<long long>(rng())}; },
       64);
 }
-
-// A comparator that sees only input keys: every key of these inputs is a
-// multiple of 7 in [7000, 7000 + 7 * 2^20); anything else it is shown (what
-// shared memory held before the tile) raises *seen_other.
-struct input_keys_only_less {
-  int* seen_other;
-  __host__ __device__ static bool input(std::int32_t x) { return x >= 7000 && x < 7000 + 7 * (1 << 20) && x % 7 == 0; }
-  __host__ __device__ bool operator()(std::int32_t x, std::int32_t y) const {
-#ifdef __CUDA_ARCH__
-    if (!input(x) || !input(y)) atomicExch(seen_other, 1);
-#endif
-    return x < y;
-  }
-};
 
 // A tile whose range of A is empty (every key of B below every key of A)
 // still compares input keys only: where a side is exhausted the merge reads

@@ -31,6 +31,7 @@ namespace lm = libmerge;
 using namespace test_support;
 using cuda_test::counting_allocator;
 using cuda_test::in_shard;
+using cuda_test::input_keys_only_less;
 using cuda_test::poison;
 using cuda_test::quick;
 using cuda_test::stream_gate;
@@ -839,19 +840,6 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sort_staged_pieces_of_every_key_size, T, staged_ke
     }
   }
 }
-
-// Keys 7000 + 7 i alone are inputs of the test below; the comparator flags
-// any other key it is given.
-struct input_keys_only_less {
-  int* seen_other;
-  __host__ __device__ static bool input(std::int32_t x) { return x >= 7000 && x < 7000 + 7 * (1 << 24) && x % 7 == 0; }
-  __host__ __device__ bool operator()(std::int32_t x, std::int32_t y) const {
-#ifdef __CUDA_ARCH__
-    if (!input(x) || !input(y)) atomicExch(seen_other, 1);
-#endif
-    return x < y;
-  }
-};
 
 // A staged 4-way tile compares input keys only: where a side of level 1 is
 // exhausted the walk reads the tile's first slot, which holds an input key

@@ -136,6 +136,18 @@ BOOST_AUTO_TEST_CASE(four_way_split_matches_a_stable_merge) {
   }
 }
 
+// The four piece sizes of a 4-way tile of `count` elements, trial by trial:
+// random splits, and every ninth trial one piece holding the whole tile.
+void random_piece_sizes(std::mt19937& rng, int trial, int count, int (&size)[4]) {
+  int left = count;
+  for (int k = 0; k < 3; ++k) {
+    size[k] = trial % 9 == 0 ? (k == 1 ? left : 0) : static_cast<int>(rng() % (left + 1));
+    left -= size[k];
+  }
+  size[3] = left;
+  std::shuffle(size, size + 4, rng);
+}
+
 // Level 1 of a 4-way tile: pieces 0 2 | 1 3 in shared memory, every thread's
 // VT outputs of merge(0, 1) followed by merge(2, 3), as keys and as tile
 // offsets, for tiles full and partial and pieces of every shape.
@@ -145,13 +157,7 @@ void check_pairs_merge(std::mt19937& rng) {
   for (int trial = 0; trial < 400; ++trial) {
     const int count = trial % 4 == 0 ? NT * VT : 1 + static_cast<int>(rng() % (NT * VT));
     int size[4];
-    int left = count;
-    for (int k = 0; k < 3; ++k) {
-      size[k] = trial % 9 == 0 ? (k == 1 ? left : 0) : static_cast<int>(rng() % (left + 1));
-      left -= size[k];
-    }
-    size[3] = left;
-    std::shuffle(size, size + 4, rng);
+    random_piece_sizes(rng, trial, count, size);
     const int key_range = trial % 2 ? 5 : 1 << 30;
     std::vector<int> tile;
     std::vector<int> piece[4];
@@ -204,13 +210,7 @@ void check_pieces_merge(std::mt19937& rng) {
   for (int trial = 0; trial < 400; ++trial) {
     const int count = trial % 4 == 0 ? NT * VT : 1 + static_cast<int>(rng() % (NT * VT));
     int size[4];
-    int left = count;
-    for (int k = 0; k < 3; ++k) {
-      size[k] = trial % 9 == 0 ? (k == 1 ? left : 0) : static_cast<int>(rng() % (left + 1));
-      left -= size[k];
-    }
-    size[3] = left;
-    std::shuffle(size, size + 4, rng);
+    random_piece_sizes(rng, trial, count, size);
     const int key_range = trial % 2 ? 5 : 1 << 30;
     cb::piece_spans p{};
     std::vector<int> tile;
