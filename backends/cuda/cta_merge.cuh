@@ -130,7 +130,7 @@ __device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>&
 // exactly VT steps; otherwise `steps` of them (at most VT). next_a(a) and
 // next_b(b) give the offset after a taken element: a + 1 where each side is
 // one range; a 4-way pass's staged pieces step over the gap between two
-// pieces (serial_merge_pieces). The merge tiles keep the merged keys
+// pieces (cta_merge_pieces). The merge tiles keep the merged keys
 // (serial_merge); the dense search tile, a merge that writes bounds instead
 // of keys, keeps each element's position in the other sequence
 // (search/dense.cuh).
@@ -245,8 +245,8 @@ struct piece_spans {
 // that reaches a first piece's end goes on at its second piece's start, and
 // the pair an offset lies in is which side of the second piece's start it
 // is. keys[0] holds an input key (stage_ranges), the stand-in past a side's
-// end. (A merge of two pairs walked as one; the dense tile's contiguous form
-// is cta_merge_pairs.)
+// end. (cta_merge_pairs is the same merge over pieces back to back, as
+// tiles loaded through registers hold them.)
 template <int VT, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pieces(const K* keys, const piece_spans& p, int tid,
                                                            K (&merged)[VT], int (&src)[VT], Comp& comp) {

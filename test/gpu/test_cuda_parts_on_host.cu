@@ -148,6 +148,37 @@ void random_piece_sizes(std::mt19937& rng, int trial, int count, int (&size)[4])
   std::shuffle(size, size + 4, rng);
 }
 
+// Appends to `expected` the tile offsets of the stable merge of
+// tile[a, a_end) with tile[b, b_end) (ties to A).
+void stable_merge_offsets(const std::vector<int>& tile, int a, int a_end, int b, int b_end, std::vector<int>& expected) {
+  while (a < a_end || b < b_end) {
+    const bool take_a = b >= b_end || (a < a_end && !(tile[b] < tile[a]));
+    expected.push_back(take_a ? a++ : b++);
+  }
+}
+
+// Runs a level-1 merge (merge_thread(tid, merged, src)) for every thread of
+// an NT x VT tile of `count` outputs and checks each output's key and tile
+// offset against `expected`.
+template <int NT, int VT, class MergeThread>
+void check_level1(const std::vector<int>& tile, const std::vector<int>& expected, int count, MergeThread&& merge_thread) {
+  std::vector<int> got(count, -1), got_keys(count, -1), expected_keys(count);
+  for (int j = 0; j < count; ++j) expected_keys[j] = tile[expected[j]];
+  for (int tid = 0; tid < NT; ++tid) {
+    int merged[VT], src[VT];
+    merge_thread(tid, merged, src);
+    for (int i = 0; i < VT; ++i) {
+      const int j = VT * tid + i;
+      if (j < count) {
+        got[j] = src[i];
+        got_keys[j] = merged[i];
+      }
+    }
+  }
+  BOOST_CHECK_EQUAL_COLLECTIONS(got.begin(), got.end(), expected.begin(), expected.end());
+  BOOST_CHECK_EQUAL_COLLECTIONS(got_keys.begin(), got_keys.end(), expected_keys.begin(), expected_keys.end());
+}
+
 // Level 1 of a 4-way tile: pieces 0 2 | 1 3 in shared memory, every thread's
 // VT outputs of merge(0, 1) followed by merge(2, 3), as keys and as tile
 // offsets, for tiles full and partial and pieces of every shape.
@@ -170,31 +201,14 @@ void check_pairs_merge(std::mt19937& rng) {
     const int a_split = size[0], na = size[0] + size[2], b_split = na + size[1];
     // Expected tile offsets: the stable merge of (0, 1), then of (2, 3).
     std::vector<int> expected;
-    auto merge = [&](int a, int a_end, int b, int b_end) {
-      while (a < a_end || b < b_end) {
-        const bool take_a = b >= b_end || (a < a_end && !(tile[b] < tile[a]));
-        expected.push_back(take_a ? a++ : b++);
-      }
-    };
-    merge(0, a_split, na, b_split);
-    merge(a_split, na, b_split, count);
-    std::vector<int> got(count, -1), got_keys(count, -1), expected_keys(count);
-    for (int j = 0; j < count; ++j) expected_keys[j] = tile[expected[j]];
-    for (int tid = 0; tid < NT; ++tid) {
-      int merged[VT], src[VT];
-      cb::cta_merge_pairs<VT>(tile.data(), na, a_split, b_split, count, tid, merged, src, comp);
-      for (int i = 0; i < VT; ++i) {
-        const int j = VT * tid + i;
-        if (j < count) {
-          got[j] = src[i];
-          got_keys[j] = merged[i];
-        }
-      }
+    stable_merge_offsets(tile, 0, a_split, na, b_split, expected);
+    stable_merge_offsets(tile, a_split, na, b_split, count, expected);
+    BOOST_TEST_CONTEXT("nt=" << NT << " vt=" << VT << " pieces " << size[0] << " " << size[1] << " " << size[2] << " "
+                             << size[3]) {
+      check_level1<NT, VT>(tile, expected, count, [&](int tid, int (&merged)[VT], int (&src)[VT]) {
+        cb::cta_merge_pairs<VT>(tile.data(), na, a_split, b_split, count, tid, merged, src, comp);
+      });
     }
-    BOOST_TEST_INFO("nt=" << NT << " vt=" << VT << " pieces " << size[0] << " " << size[1] << " " << size[2] << " "
-                          << size[3]);
-    BOOST_CHECK_EQUAL_COLLECTIONS(got.begin(), got.end(), expected.begin(), expected.end());
-    BOOST_CHECK_EQUAL_COLLECTIONS(got_keys.begin(), got_keys.end(), expected_keys.begin(), expected_keys.end());
   }
 }
 
@@ -228,31 +242,14 @@ void check_pieces_merge(std::mt19937& rng) {
     }
     tile[0] = tile[static_cast<std::size_t>(first)];
     std::vector<int> expected;
-    auto merge = [&](int a, int a_end, int b, int b_end) {
-      while (a < a_end || b < b_end) {
-        const bool take_a = b >= b_end || (a < a_end && !(tile[b] < tile[a]));
-        expected.push_back(take_a ? a++ : b++);
-      }
-    };
-    merge(p.at[0], p.at[0] + size[0], p.at[1], p.at[1] + size[1]);
-    merge(p.at[2], p.at[2] + size[2], p.at[3], p.at[3] + size[3]);
-    std::vector<int> got(count, -1), got_keys(count, -1), expected_keys(count);
-    for (int j = 0; j < count; ++j) expected_keys[j] = tile[expected[j]];
-    for (int tid = 0; tid < NT; ++tid) {
-      int merged[VT], src[VT];
-      cb::cta_merge_pieces<VT>(tile.data(), p, tid, merged, src, comp);
-      for (int i = 0; i < VT; ++i) {
-        const int j = VT * tid + i;
-        if (j < count) {
-          got[j] = src[i];
-          got_keys[j] = merged[i];
-        }
-      }
+    stable_merge_offsets(tile, p.at[0], p.at[0] + size[0], p.at[1], p.at[1] + size[1], expected);
+    stable_merge_offsets(tile, p.at[2], p.at[2] + size[2], p.at[3], p.at[3] + size[3], expected);
+    BOOST_TEST_CONTEXT("nt=" << NT << " vt=" << VT << " pieces " << size[0] << "@" << p.at[0] << " " << size[1] << "@"
+                             << p.at[1] << " " << size[2] << "@" << p.at[2] << " " << size[3] << "@" << p.at[3]) {
+      check_level1<NT, VT>(tile, expected, count, [&](int tid, int (&merged)[VT], int (&src)[VT]) {
+        cb::cta_merge_pieces<VT>(tile.data(), p, tid, merged, src, comp);
+      });
     }
-    BOOST_TEST_INFO("nt=" << NT << " vt=" << VT << " pieces " << size[0] << "@" << p.at[0] << " " << size[1] << "@"
-                          << p.at[1] << " " << size[2] << "@" << p.at[2] << " " << size[3] << "@" << p.at[3]);
-    BOOST_CHECK_EQUAL_COLLECTIONS(got.begin(), got.end(), expected.begin(), expected.end());
-    BOOST_CHECK_EQUAL_COLLECTIONS(got_keys.begin(), got_keys.end(), expected_keys.begin(), expected_keys.end());
   }
 }
 
