@@ -26,6 +26,7 @@
 #include "../../policies/launch_box.hpp"
 #include "device.cuh"
 #include "error.hpp"
+#include "orders.cuh"
 
 namespace libmerge::detail::cuda_backend {
 
@@ -60,29 +61,6 @@ inline const cudaFuncAttributes& kernel_attributes(const void* kernel, const dev
 inline int kernel_arch(const void* kernel, const device_info& dev, const char* algorithm) {
   return kernel_attributes(kernel, dev, algorithm).ptxVersion;
 }
-
-// Comparators that order numbers as numbers (or in reverse): one instruction
-// a comparison, where any other comparator may cost much more (a string's
-// characters read from global memory). The search interpolates under them;
-// the sort takes 4-way passes from a smaller size. (Thrust's less and greater
-// are cuda::std's.)
-template <class Comp>
-struct numeric_order : std::false_type {};
-template <class T>
-struct numeric_order<libmerge::less<T>> : std::true_type {};
-template <class T>
-struct numeric_order<libmerge::greater<T>> : std::true_type {};
-template <class T>
-struct numeric_order<::cuda::std::less<T>> : std::true_type {};
-template <class T>
-struct numeric_order<::cuda::std::greater<T>> : std::true_type {};
-
-template <class T>
-inline constexpr bool is_number_v = std::is_arithmetic_v<T> && !std::is_same_v<T, bool>;
-
-// Keys that are numbers under numeric_order.
-template <class Comp, class K>
-inline constexpr bool orders_numbers_v = numeric_order<Comp>::value && is_number_v<K>;
 
 template <class F, std::size_t... I>
 void for_each_index(F& f, std::index_sequence<I...>) {
