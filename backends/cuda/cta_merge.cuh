@@ -171,8 +171,8 @@ LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, in
 // numbers under their natural order compare whatever the slot holds and
 // read keys[k] itself, one slot past the last at most (merge_layout leaves
 // room for it), which spares every step a compare and a select: H200, int32
-// keys sorted in 0.95x-0.97x the time from 2^24 to 2^28 (2^28 9.16 against
-// 9.69 ms), merged in 0.96x-0.98x from 2^20 to 2^23. Tiles with values
+// keys sorted in 0.94x-0.97x the time from 2^24 to 2^28 (2^28 9.14 against
+// 9.68 ms), merged in 0.96x-0.98x from 2^20 to 2^23. Tiles with values
 // keep keys[0] (PastEnd false, and no slot past the keys in merge_layout).
 // (Host code, the CPU tests' merges over vectors of exactly their keys,
 // always reads keys[0].)
