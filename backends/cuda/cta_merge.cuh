@@ -179,15 +179,21 @@ LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, in
 template <class Comp, bool PastEnd, class K>
 LIBMERGE_HOST_DEVICE __forceinline__ K side_key(const K* keys, int k, int end) {
 #ifdef __CUDA_ARCH__
-  if constexpr (PastEnd && orders_numbers_v<Comp, K>) {
+  constexpr bool past_end = PastEnd && orders_numbers_v<Comp, K>;
+#else
+  constexpr bool past_end = false;
+#endif
+  if constexpr (past_end) {
     return keys[k];
   } else {
     return keys[k < end ? k : 0];
   }
-#else
-  return keys[k < end ? k : 0];
-#endif
 }
+
+// Which tiles' walks may read past a side's end (side_key's PastEnd): the
+// keys-only ones, for which merge_layout leaves the slot after the keys.
+template <bool WithValues>
+inline constexpr bool walks_past_end = !WithValues;
 
 // Merges VT outputs from keys[a, a_end) and keys[b, b_end) with merge_walk:
 // merged[i] is the i-th output and src[i] its tile offset. Past a side's end

@@ -41,8 +41,9 @@ namespace libmerge::detail::cuda_backend {
 template <class K, class V, bool WithValues, int NV, int StagedRanges = 0>
 struct merge_layout {
   static constexpr std::size_t keys = 0;
-  static constexpr std::size_t vals = StagedRanges > 0 ? bulk_ranges_bytes<K>(NV, StagedRanges)
-                                                       : align_up((NV + (WithValues ? 0 : 1)) * sizeof(K), 16);
+  static constexpr std::size_t vals =
+      StagedRanges > 0 ? bulk_ranges_bytes<K>(NV, StagedRanges)
+                       : align_up((NV + (walks_past_end<WithValues> ? 1 : 0)) * sizeof(K), 16);
   static constexpr std::size_t sources = vals + (WithValues ? align_up(NV * sizeof(V), 16) : 0);
   static constexpr std::size_t barrier = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
   static constexpr std::size_t bytes = barrier + (StagedRanges > 0 ? 16 : 0);
@@ -131,7 +132,7 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
 
   K merged[Box::vt];
   int src[Box::vt];
-  cta_merge<Box::vt, bounds::lower, !with_values>(keys, na, kb, nb, tid, merged, src, comp);
+  cta_merge<Box::vt, bounds::lower, walks_past_end<with_values>>(keys, na, kb, nb, tid, merged, src, comp);
 
   if constexpr (!with_values) {
     // Keys only: the merged keys are in registers; write them out through the
