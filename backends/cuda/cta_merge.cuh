@@ -164,6 +164,34 @@ LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, in
   merge_walk<VT, Full>(a, a_end, b, b_end, steps, read_a, read_b, a_first, step, next, next);
 }
 
+// merge_walk where both sides read alike (read(k) whichever side offset k
+// is on; side_key's reads past a side's end) and each side is one range: a
+// step loads one key, at the offset of the side it took, where merge_walk
+// issues a predicated load on each side (two loads a step, each with half
+// the warp's lanes). H200, int32 keys sorted in 0.96x the time at 2^28 and
+// 2^26 (8.21 against 8.54 ms at 2^28), 0.99x at 2^24, and the 4-way pass
+// kernel of 23 keys a thread spills 8 bytes where it spilled 60. (On the
+// H100, while the pass kernel was held by its ALU pipe, a single load at a
+// selected offset had been slower: cuda-merge-sort.md, Tried.)
+template <int VT, bool Full, class Read, class AFirst, class Step>
+LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk_one_read(int a, int a_end, int b, int b_end, int steps, Read&& read,
+                                                              AFirst&& a_first, Step&& step) {
+  auto a_key = read(a);
+  auto b_key = read(b);
+LIBMERGE_UNROLL
+  for (int i = 0; i < VT; ++i) {
+    if (!Full && i >= steps) break;
+    const bool first = a_first(a, b, a_key, b_key);
+    const bool from_a = b >= b_end || (a < a_end && first);
+    step(i, from_a, a, b, a_key, b_key);
+    a += from_a ? 1 : 0;
+    b += from_a ? 0 : 1;
+    const auto key = read(from_a ? a : b);
+    a_key = from_a ? key : a_key;
+    b_key = from_a ? b_key : key;
+  }
+}
+
 // The key a CTA merge's walk holds for a side at offset k (end: the side's
 // end). Past the end the walk still compares it, though it never takes it
 // (merge_walk): under a comparator that may dereference its keys (a string
@@ -177,13 +205,16 @@ LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, in
 // (Host code, the CPU tests' merges over vectors of exactly their keys,
 // always reads keys[0].)
 template <class Comp, bool PastEnd, class K>
-LIBMERGE_HOST_DEVICE __forceinline__ K side_key(const K* keys, int k, int end) {
+inline constexpr bool reads_past_end_v =
 #ifdef __CUDA_ARCH__
-  constexpr bool past_end = PastEnd && orders_numbers_v<Comp, K>;
+    PastEnd && orders_numbers_v<Comp, K>;
 #else
-  constexpr bool past_end = false;
+    false;
 #endif
-  if constexpr (past_end) {
+
+template <class Comp, bool PastEnd, class K>
+LIBMERGE_HOST_DEVICE __forceinline__ K side_key(const K* keys, int k, int end) {
+  if constexpr (reads_past_end_v<Comp, PastEnd, K>) {
     return keys[k];
   } else {
     return keys[k < end ? k : 0];
@@ -204,23 +235,29 @@ inline constexpr bool walks_past_end = !WithValues;
 template <int VT, bounds Bounds = bounds::lower, bool Grouped = false, bool PastEnd = false, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void serial_merge(const K* keys, int a, int a_end, int b, int b_end, K (&merged)[VT],
                                              int (&src)[VT], Comp& comp, int a_split = 0, int b_split = 0) {
-  merge_walk<VT, true>(
-      a, a_end, b, b_end, VT, [&](int k) { return side_key<Comp, PastEnd>(keys, k, a_end); },
-      [&](int k) { return side_key<Comp, PastEnd>(keys, k, b_end); },
-      [&](int a_at, int b_at, const K& a_key, const K& b_key) {
-        if constexpr (Grouped) {
-          const bool a_later = a_at >= a_split, b_later = b_at >= b_split;
-          return a_later == b_later ? a_goes_first<Bounds>(a_key, b_key, comp) : b_later;
-        } else {
-          (void)a_at;
-          (void)b_at;
-          return a_goes_first<Bounds>(a_key, b_key, comp);
-        }
-      },
-      [&](int i, bool from_a, int a_at, int b_at, const K& a_key, const K& b_key) {
-        merged[i] = from_a ? a_key : b_key;
-        src[i] = from_a ? a_at : b_at;
-      });
+  const auto a_first = [&](int a_at, int b_at, const K& a_key, const K& b_key) {
+    if constexpr (Grouped) {
+      const bool a_later = a_at >= a_split, b_later = b_at >= b_split;
+      return a_later == b_later ? a_goes_first<Bounds>(a_key, b_key, comp) : b_later;
+    } else {
+      (void)a_at;
+      (void)b_at;
+      return a_goes_first<Bounds>(a_key, b_key, comp);
+    }
+  };
+  const auto step = [&](int i, bool from_a, int a_at, int b_at, const K& a_key, const K& b_key) {
+    merged[i] = from_a ? a_key : b_key;
+    src[i] = from_a ? a_at : b_at;
+  };
+  // (Keys of 4 bytes at most: with int64 keys the 2-way pass kernels kept 8
+  // bytes in local memory at their 40 registers.)
+  if constexpr (reads_past_end_v<Comp, PastEnd, K> && sizeof(K) <= 4) {
+    merge_walk_one_read<VT, true>(a, a_end, b, b_end, VT, [&](int k) { return keys[k]; }, a_first, step);
+  } else {
+    merge_walk<VT, true>(
+        a, a_end, b, b_end, VT, [&](int k) { return side_key<Comp, PastEnd>(keys, k, a_end); },
+        [&](int k) { return side_key<Comp, PastEnd>(keys, k, b_end); }, a_first, step);
+  }
 }
 
 // The CTA merge: keys[0, na) and keys[b_at, b_at + nb) (b_at >= na) are two
@@ -241,6 +278,18 @@ LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge(const K* keys, int na, int b
   serial_merge<VT, Bounds, false, PastEnd>(keys, a, na, b_at + diag - a, b_at + nb, merged, src, comp);
 }
 
+// Whether thread tid's warp holds the thread whose VT outputs straddle the
+// end of a 4-way tile's first pair (its output `first`): only that warp's
+// walks need the grouped test of cta_merge_pairs and cta_merge_pieces, every
+// other warp's threads merge within one pair, as a plain walk to that pair's
+// ends (a branch the whole warp takes one way, so no thread waits on another).
+// H200: int32 keys sorted in 0.99x the time at 2^28, reversed and nearly
+// sorted input 0.96x at 2^24.
+template <int VT>
+LIBMERGE_HOST_DEVICE __forceinline__ bool straddling_warp(int tid, int first) {
+  return tid / 32 == first / VT / 32;
+}
+
 // Level 1 of a 4-way merge as one CTA merge: keys[0, na) holds piece 0 and,
 // from a_split on, piece 2; keys[na, count) piece 1 and, from b_split on,
 // piece 3. Ordered by (pair, key), these two sequences merge into
@@ -258,8 +307,12 @@ LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pairs(const K* keys, int na,
   const int b0 = second ? b_split : na, b1 = second ? count : b_split;
   const int d = diag - (second ? first : 0);
   const int a = a0 + merge_path<bounds::lower, int>(keys + a0, a1 - a0, keys + b0, b1 - b0, d, comp);
-  serial_merge<VT, bounds::lower, true, PastEnd>(keys, a, na, b0 + (d - (a - a0)), count, merged, src, comp, a_split,
-                                                 b_split);
+  const int b = b0 + (d - (a - a0));
+  if (straddling_warp<VT>(tid, first)) {
+    serial_merge<VT, bounds::lower, true, PastEnd>(keys, a, na, b, count, merged, src, comp, a_split, b_split);
+  } else {
+    serial_merge<VT, bounds::lower, false, PastEnd>(keys, a, a1, b, b1, merged, src, comp);
+  }
 }
 
 // Where a 4-way pass's four pieces lie in shared memory, in elements from
@@ -293,6 +346,11 @@ LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pieces(const K* keys, const 
   const int m = merge_path<bounds::lower, int>(keys + a0, na, keys + b0, nb, d, comp);
   const int a_jump = p.at[0] + p.size[0], a_later = p.at[2], a_end = p.at[2] + p.size[2];
   const int b_jump = p.at[1] + p.size[1], b_later = p.at[3], b_end = p.at[3] + p.size[3];
+  if (!straddling_warp<VT>(tid, first)) {
+    // Within one pair: a plain walk of its two pieces, to their ends.
+    serial_merge<VT, bounds::lower, false, PastEnd>(keys, a0 + m, a0 + na, b0 + d - m, b0 + nb, merged, src, comp);
+    return;
+  }
   const int a = a0 + m == a_jump ? a_later : a0 + m;
   const int b = b0 + d - m == b_jump ? b_later : b0 + d - m;
   merge_walk<VT, true>(
