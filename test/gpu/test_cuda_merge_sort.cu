@@ -885,6 +885,54 @@ BOOST_AUTO_TEST_CASE(sort_staged_pieces_compare_input_keys_only) {
   run(lm::cuda::par.with(lm::launch_boxes<kbs, kmid, 4>{}), kbs::nv * 20, "tuned keys' boxes 4-way");
 }
 
+// Staged passes of keys up to 4 bytes store their tiles by bulk copies on
+// sm_90 (sort/pass.cuh, bulk_store): the 16-byte lines of a tile's output
+// in one copy, the elements before the first line and after the last by the
+// threads. Passes write into the caller's buffer as well as into scratch, so
+// the caller's range starts at every offset in a line here, with a key on
+// each side of it that no sort may touch; sizes end tiles and groups of runs
+// anywhere, in 2-way and 4-way boxes.
+template <class T, class Policy>
+void check_sort_at_every_offset(long long n, std::uint64_t seed, const std::string& what, const Policy& policy) {
+  constexpr int per_line = static_cast<int>(16 / sizeof(T));
+  const auto keys = make_input<T>(n, distribution::random, shape::generic, seed, lm::less<>());
+  const auto expected = reference_sort(keys, lm::less<>());
+  for (int offset = 0; offset < per_line; ++offset) {
+    std::vector<T> h(static_cast<std::size_t>(n + per_line + 1));
+    const T fence = static_cast<T>(1);
+    std::fill(h.begin(), h.end(), fence);
+    std::copy(keys.begin(), keys.end(), h.begin() + offset);
+    auto d = to_device(h);
+    lm::merge_sort(policy, d.begin() + offset, d.begin() + offset + n);
+    BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+    const auto got = to_host(d);
+    std::ostringstream os;
+    os << what << " n=" << n << " offset " << offset;
+    check_same(std::vector<T>(got.begin() + offset, got.begin() + offset + n), expected, os.str());
+    bool fences = true;
+    for (int i = 0; i < offset; ++i) fences = fences && got[static_cast<std::size_t>(i)] == fence;
+    for (std::size_t i = static_cast<std::size_t>(offset + n); i < got.size(); ++i) fences = fences && got[i] == fence;
+    BOOST_CHECK_MESSAGE(fences, os.str() << ": a key outside the range was written");
+  }
+}
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(sort_tiles_stored_at_every_offset, T, staged_key_types) {
+  namespace cb = internals::cuda;
+  using key_line = decltype(cb::merge_sort_table<std::int32_t, void>::template boxes<sm90_line>());
+  using kbs = std::tuple_element_t<0, key_line>;
+  using kmid = std::tuple_element_t<1, key_line>;
+  for (long long n : {64LL * 3 * 5 + 7, 64LL * 3 * 37 + 1, 64LL * 3 * 70 - 5}) {
+    check_sort_at_every_offset<T>(n, 400 + n, "boxes 64x3 64x5 4-way", lm::cuda::par.with(sampled_four_way{}));
+    check_sort_at_every_offset<T>(n, 500 + n, "boxes 64x3 64x5 2-way",
+                                  lm::cuda::par.with(lm::launch_boxes<lm::launch_box<64, 3>, lm::launch_box<64, 5>, 2>{}));
+  }
+  const long long t = kbs::nv;
+  for (long long n : {4 * t + 1, 17 * t + 5}) {
+    check_sort_at_every_offset<T>(n, 600 + n, "tuned keys' boxes 4-way",
+                                  lm::cuda::par.with(lm::launch_boxes<kbs, kmid, 4>{}));
+  }
+}
+
 // No merge pass spills registers at the tuned boxes (issue: per-kernel budgets).
 BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
   namespace cb = internals::cuda;

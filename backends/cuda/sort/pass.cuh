@@ -15,7 +15,10 @@ namespace libmerge::detail::cuda_backend {
 // (64 registers) had been the most that did not spill, and 1536 (40
 // registers) took 12.44 and 20.93 (H100). 2-way passes ask for three
 // quarters of a full SM (about 40 registers; a full SM was no faster: 0.837
-// against 0.829 ms at 2^24 int32 keys), other 4-way passes and 16-byte
+// against 0.829 ms at 2^24 int32 keys), but those of pairs of up to 8 bytes
+// for a full one (at 40 registers the int32 pairs' 2-way kernels kept 4
+// bytes in local memory, at 48 and 64 more, at 32 none; ptxas, sm_90,
+// nvcc 13.0), other 4-way passes and 16-byte
 // elements (whose keys take four registers each: 256x5 spilled at 40) for at
 // least 1024 threads (64), and those 4-way passes with more than 19 values a
 // thread for 512 (128): at 64 registers, the 4-way kernels of int32 keys with
@@ -28,7 +31,9 @@ inline constexpr int pass_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
   const int other_four_way = Box::vt > 19 ? 512 : 1024;
   const int threads = Ways == 4 ? (ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads : other_four_way)
-                                : (ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024);
+                                : (ElementBytes <= 8 && KeyBytes < ElementBytes
+                                       ? sm_max_threads
+                                       : (ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024));
   const int ctas = threads / Box::nt;
   const int cap = sm_here.ctas;
   return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
@@ -208,10 +213,28 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
     __syncthreads();
   }
   const index_t out_at = d.out;
-  if constexpr (Ways == 4) {
-    store_warp_striped_sampled<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out_at, count, tid, samples, out_at);
+  K* const out = buf.keys(1 - src) + out_at;
+  K* written = keys;  // where the tile's outputs lie in order in shared memory then
+  (void)written;      // (read by the guard alone where the transpose stores them)
+  if constexpr (staged) {
+    // Out as they came in: the outputs in order in shared memory, then a
+    // bulk copy (bulk_store) instead of a transpose and a store a warp of
+    // outputs; the samples are read from there.
+    written = bulk_store_slots(smem + layout::keys, out);
+#pragma unroll
+    for (int i = 0; i < Box::vt; ++i) {
+      const int j = Box::vt * tid + i;
+      if (Full || j < count) written[j] = merged[i];
+    }
+    bulk_store<Box::nt>(written, count, out, tid);
+    if (Ways == 4 && samples != nullptr) {
+      const int first = static_cast<int>((32 - out_at % 32) % 32);  // the first output at a multiple of 32
+      for (int j = first + 32 * tid; j < count; j += 32 * Box::nt) samples[(out_at + j) / 32] = written[j];
+    }
+  } else if constexpr (Ways == 4) {
+    store_warp_striped_sampled<Box::vt, Full>(merged, keys, out, count, tid, samples, out_at);
   } else {
-    store_warp_striped<Box::vt, Full>(merged, keys, buf.keys(1 - src) + out_at, count, tid);
+    store_warp_striped<Box::vt, Full>(merged, keys, out, count, tid);
   }
   if constexpr (WithValues) {
     __syncthreads();
@@ -228,7 +251,7 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
   // store, they made the 4-way int32 kernel spill at its 32 registers).
   if constexpr (Guard && guarded_v<K, V, WithValues>) {
     __syncwarp();
-    return warp_slice_prints<Box::vt, WithValues>(keys, vals, sources, Full ? Box::nv : count);
+    return warp_slice_prints<Box::vt, WithValues>(written, vals, sources, Full ? Box::nv : count);
   } else {
     return 0;
   }
