@@ -135,7 +135,17 @@ __device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>&
 // (serial_merge); the dense search tile, a merge that writes bounds instead
 // of keys, keeps each element's position in the other sequence
 // (search/dense.cuh).
-template <int VT, bool Full, class ReadA, class ReadB, class AFirst, class Step, class NextA, class NextB>
+// OneRead: both sides read alike (read_a(k) whichever side offset k is on;
+// side_key's reads past a side's end), so a step loads one key, at the
+// offset of the side it took, where otherwise it issues a predicated load on
+// each side (two loads a step, each with half the warp's lanes). H200, int32
+// keys sorted in 0.96x the time at 2^28 and 2^26 (8.21 against 8.54 ms at
+// 2^28), 0.99x at 2^24, and the 4-way pass kernel of 23 keys a thread spills
+// 8 bytes where it spilled 60. (On the H100, while the pass kernel was held
+// by its ALU pipe, a single load at a selected offset had been slower:
+// cuda-merge-sort.md, Tried.)
+template <int VT, bool Full, bool OneRead = false, class ReadA, class ReadB, class AFirst, class Step, class NextA,
+          class NextB>
 LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, int b_end, int steps, ReadA&& read_a,
                                                      ReadB&& read_b, AFirst&& a_first, Step&& step, NextA&& next_a,
                                                      NextB&& next_b) {
@@ -147,49 +157,29 @@ LIBMERGE_UNROLL
     const bool first = a_first(a, b, a_key, b_key);
     const bool from_a = b >= b_end || (a < a_end && first);
     step(i, from_a, a, b, a_key, b_key);
-    if (from_a) {
-      a = next_a(a);
-      a_key = read_a(a);
+    if constexpr (OneRead) {
+      a = from_a ? next_a(a) : a;
+      b = from_a ? b : next_b(b);
+      const auto key = read_a(from_a ? a : b);
+      a_key = from_a ? key : a_key;
+      b_key = from_a ? b_key : key;
     } else {
-      b = next_b(b);
-      b_key = read_b(b);
+      if (from_a) {
+        a = next_a(a);
+        a_key = read_a(a);
+      } else {
+        b = next_b(b);
+        b_key = read_b(b);
+      }
     }
   }
 }
 
-template <int VT, bool Full, class ReadA, class ReadB, class AFirst, class Step>
+template <int VT, bool Full, bool OneRead = false, class ReadA, class ReadB, class AFirst, class Step>
 LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, int b_end, int steps, ReadA&& read_a,
                                                      ReadB&& read_b, AFirst&& a_first, Step&& step) {
   const auto next = [](int k) { return k + 1; };
-  merge_walk<VT, Full>(a, a_end, b, b_end, steps, read_a, read_b, a_first, step, next, next);
-}
-
-// merge_walk where both sides read alike (read(k) whichever side offset k
-// is on; side_key's reads past a side's end) and each side is one range: a
-// step loads one key, at the offset of the side it took, where merge_walk
-// issues a predicated load on each side (two loads a step, each with half
-// the warp's lanes). H200, int32 keys sorted in 0.96x the time at 2^28 and
-// 2^26 (8.21 against 8.54 ms at 2^28), 0.99x at 2^24, and the 4-way pass
-// kernel of 23 keys a thread spills 8 bytes where it spilled 60. (On the
-// H100, while the pass kernel was held by its ALU pipe, a single load at a
-// selected offset had been slower: cuda-merge-sort.md, Tried.)
-template <int VT, bool Full, class Read, class AFirst, class Step>
-LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk_one_read(int a, int a_end, int b, int b_end, int steps, Read&& read,
-                                                              AFirst&& a_first, Step&& step) {
-  auto a_key = read(a);
-  auto b_key = read(b);
-LIBMERGE_UNROLL
-  for (int i = 0; i < VT; ++i) {
-    if (!Full && i >= steps) break;
-    const bool first = a_first(a, b, a_key, b_key);
-    const bool from_a = b >= b_end || (a < a_end && first);
-    step(i, from_a, a, b, a_key, b_key);
-    a += from_a ? 1 : 0;
-    b += from_a ? 0 : 1;
-    const auto key = read(from_a ? a : b);
-    a_key = from_a ? key : a_key;
-    b_key = from_a ? b_key : key;
-  }
+  merge_walk<VT, Full, OneRead>(a, a_end, b, b_end, steps, read_a, read_b, a_first, step, next, next);
 }
 
 // The key a CTA merge's walk holds for a side at offset k (end: the side's
@@ -252,7 +242,8 @@ LIBMERGE_HOST_DEVICE __forceinline__ void serial_merge(const K* keys, int a, int
   // (Keys of 4 bytes at most: with int64 keys the 2-way pass kernels kept 8
   // bytes in local memory at their 40 registers.)
   if constexpr (reads_past_end_v<Comp, PastEnd, K> && sizeof(K) <= 4) {
-    merge_walk_one_read<VT, true>(a, a_end, b, b_end, VT, [&](int k) { return keys[k]; }, a_first, step);
+    const auto read = [&](int k) { return keys[k]; };
+    merge_walk<VT, true, true>(a, a_end, b, b_end, VT, read, read, a_first, step);
   } else {
     merge_walk<VT, true>(
         a, a_end, b, b_end, VT, [&](int k) { return side_key<Comp, PastEnd>(keys, k, a_end); },

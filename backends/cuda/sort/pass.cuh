@@ -29,11 +29,14 @@ namespace libmerge::detail::cuda_backend {
 template <class Box, int Ways, std::size_t KeyBytes, std::size_t ElementBytes>
 inline constexpr int pass_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
-  const int other_four_way = Box::vt > 19 ? 512 : 1024;
-  const int threads = Ways == 4 ? (ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads : other_four_way)
-                                : (ElementBytes <= 8 && KeyBytes < ElementBytes
-                                       ? sm_max_threads
-                                       : (ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024));
+  int threads = 0;
+  if (Ways == 4) {
+    threads = ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads : (Box::vt > 19 ? 512 : 1024);
+  } else if (ElementBytes <= 8 && KeyBytes < ElementBytes) {
+    threads = sm_max_threads;  // pairs of up to 8 bytes
+  } else {
+    threads = ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024;
+  }
   const int ctas = threads / Box::nt;
   const int cap = sm_here.ctas;
   return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
