@@ -3,7 +3,7 @@
 // custom comparator (which runs CUB's merge sort) and, as the
 // non-comparison reference, cub::DeviceRadixSort, all in the same run.
 //
-//   libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--launch] [--profile] [--profile-log2 K] [--log2 K]... [--runs R] [--json FILE]
+//   libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--launch] [--profile] [--profile-log2 K] [--profile-pairs-log2 K] [--log2 K]... [--runs R] [--json FILE]
 //
 // Method: every timed run sorts a fresh copy of the same input (copied in,
 // then a write of 4x the L2 size, both outside the timing), timed with CUDA
@@ -18,7 +18,8 @@
 // for the host) beside the GPU time, and the GPU time of the same sort
 // replayed from a CUDA graph (no host work between kernels), for lm and
 // CUB; --profile runs one sort
-// of 2^28 int32 keys of each implementation, for ncu (--profile-log2 K: 2^K).
+// of 2^28 int32 keys of each implementation, for ncu (--profile-log2 K: 2^K;
+// --profile-pairs-log2 K: one of 2^K int32/int32 pairs).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -50,7 +51,8 @@ namespace lm = libmerge;
 namespace {
 
 struct options {
-  bool quick = false, tune = false, tune_small = false, tune_wide = false, launch = false, profile = false;
+  bool quick = false, tune = false, tune_small = false, tune_wide = false, launch = false, profile = false,
+       profile_pairs = false;
   int runs = 15;
   int profile_log2 = 28;
   std::vector<int> sizes;  // --log2 K (repeatable): only these sizes
@@ -451,10 +453,11 @@ int main(int argc, char** argv) {
     else if (a == "--log2" && i + 1 < argc) opt.sizes.push_back(std::atoi(argv[++i]));
     else if (a == "--profile") opt.profile = true;
     else if (a == "--profile-log2" && i + 1 < argc) opt.profile = true, opt.profile_log2 = std::atoi(argv[++i]);
+    else if (a == "--profile-pairs-log2" && i + 1 < argc) opt.profile_pairs = true, opt.profile_log2 = std::atoi(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
     else {
-      std::fprintf(stderr, "usage: libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--launch] [--profile] [--profile-log2 K] [--log2 K]... [--runs R] [--json FILE]\n");
+      std::fprintf(stderr, "usage: libmerge_sort_bench [--quick] [--tune] [--tune-small] [--tune-wide] [--launch] [--profile] [--profile-log2 K] [--profile-pairs-log2 K] [--log2 K]... [--runs R] [--json FILE]\n");
       return 2;
     }
   }
@@ -477,6 +480,17 @@ int main(int argc, char** argv) {
     thrust_arena tt{thrust_buf, temp_bytes};
     context ctx{s, &timer, arena{temp, temp_bytes}, &tt};
 
+    if (opt.profile_pairs) {  // one sort of int32/int32 pairs by each library, for ncu
+      const long long n = 1LL << opt.profile_log2;
+      sort_case<std::int32_t, std::int32_t, int_less> c(ctx, "int32/int32", shape::random, n, int_less{},
+                                                        make_keys<std::int32_t>(n, shape::random, 2));
+      c.setup();
+      c.run_lm(lm::cuda::par.on(s).with_allocator(ctx.temp));
+      c.setup();
+      c.run_cub();
+      cuda_check(cudaStreamSynchronize(s), "profile");
+      return 0;
+    }
     if (opt.profile) {
       const long long n = 1LL << opt.profile_log2;
       sort_case<std::int32_t, void, int_less> c(ctx, "int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 1));

@@ -108,11 +108,15 @@ void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const 
   // Tile descriptors: one for every CTA of the largest pass grid.
   const std::size_t desc_bytes =
       align_up((four ? sizeof(tile_desc<4>) : sizeof(tile_desc<2>)) * static_cast<std::size_t>(s.max_tiles), 256);
-  // 4-way passes: the pair samples, groups * 2 * (ceil(2w / nv) + 1) of them
-  // for runs of w, which is at most 5 n / nv + n / bs_nv + 4 for any w from a
-  // block-sort tile up (+ 8: the rounding of both quotients; over run
-  // samples as many), and the run samples, every sample_every-th key.
-  m.max_samples = four ? 5 * ((n + Box::nv - 1) / Box::nv) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
+  // 4-way passes: the pair samples, groups * 2 * (ceil(2w / p) + 1) of them
+  // for runs of w and a spacing of p keys (pass_partition.cuh:
+  // pair_samples_of), which is at most 5 n / p + n / bs_nv + 4 for any w
+  // from a block-sort tile up (+ 8: the rounding of both quotients; over
+  // run samples, p in samples, as many), and the run samples, every
+  // sample_every-th key.
+  const index_t pair_keys =
+      partitions_on_samples(sample_every, Box::nv) ? sample_every * pair_spacing_on_samples(n, Box::nv) : Box::nv;
+  m.max_samples = four ? 5 * ((n + pair_keys - 1) / pair_keys) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
   const std::size_t sample_bytes = align_up(sizeof(index_t) * static_cast<std::size_t>(m.max_samples), 256);
   const std::size_t sample_key_bytes = align_up(2 * sizeof(K) * static_cast<std::size_t>(m.max_samples), 256);
   const index_t run_sample_count = four ? (n + sample_every - 1) / sample_every : 0;
@@ -162,7 +166,11 @@ void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, i
              static_cast<K*>(nullptr));
     } else if constexpr (MaxWays == 4) {
       auto* d = static_cast<tile_desc<4>*>(m.descs);
-      launch(pair_sample_kernel<K, Comp>, (m.max_samples + sample_threads - 1) / sample_threads, sample_threads, 0,
+      // The pair samples of the planned width (the kernel strides over more).
+      const index_t width = pass.scale * pass.bs_nv;
+      const index_t pair_count =
+          pair_samples_of(pass, n, width, Box::nv, my_samples != nullptr && partitions_on_samples(width, Box::nv)).count;
+      launch(pair_sample_kernel<K, Comp>, (pair_count + sample_threads - 1) / sample_threads, sample_threads, 0,
              stream, true, dev, algorithm, "pair_sample_kernel", key_buf, n, pass, static_cast<index_t>(Box::nv), p,
              m.flags, m.samples, m.sample_keys, my_samples, comp);
       launch(pass_partition_kernel<4, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,

@@ -116,8 +116,11 @@ BOOST_AUTO_TEST_CASE(four_way_split_matches_a_stable_merge) {
     const four_runs r = make_runs(rng, w, key_range, trial % 4 == 0);
     const auto expected = r.brute_force_splits();
     const index_t size = static_cast<index_t>(expected.size()) - 1;
-    for (index_t nv : {index_t(1), index_t(7), index_t(64), index_t(333)}) {
-      const pair_samples samples(r, nv);
+    // Tiles of nv with pair samples every `every` ranks, a divisor of nv
+    // (a whole tile, or finer: pass_partition.cuh's pair_spacing).
+    for (auto [nv, every] : {std::pair<index_t, index_t>{1, 1}, {7, 7}, {7, 1}, {64, 64}, {64, 16}, {333, 333},
+                             {333, 111}, {333, 37}}) {
+      const pair_samples samples(r, every);
       // Tile starts (multiples of nv: the partition searches with samples
       // there), and the group's end without samples.
       for (index_t d = 0; d <= size; d = d < size && d + nv > size ? size : d + nv) {
@@ -125,9 +128,9 @@ BOOST_AUTO_TEST_CASE(four_way_split_matches_a_stable_merge) {
         for (bool with_samples : {false, true}) {
           if (with_samples && !tile_start) continue;
           const engine::run_split<4> got =
-              with_samples ? engine::group_split(r.group(), d, comp, samples.view(nv)) : engine::group_split(r.group(), d, comp);
+              with_samples ? engine::group_split(r.group(), d, comp, samples.view(every)) : engine::group_split(r.group(), d, comp);
           BOOST_REQUIRE_MESSAGE(std::equal(got.s, got.s + 4, expected[d].begin()),
-                                "w=" << w << " nv=" << nv << " d=" << d << " samples=" << with_samples << ": split "
+                                "w=" << w << " nv=" << nv << " every=" << every << " d=" << d << " samples=" << with_samples << ": split "
                                      << got.s[0] << " " << got.s[1] << " " << got.s[2] << " " << got.s[3]);
         }
         if (d == size) break;

@@ -23,13 +23,16 @@ __device__ __forceinline__ pass_shape make_pass_shape(index_t n, index_t width, 
 // unless the input turns out to be sorted runs of more; first_buffer: where
 // the block sort puts its output. The kernels work out the pass's shape on the
 // device (pass_shape_of); the host launches a grid for the most tiles any
-// first width can give (launch_tiles).
+// first width can give (launch_tiles). pair_spacing: a 4-way pass's pair
+// samples' spacing, in run samples, when it partitions on them
+// (pair_spacing_on_samples below).
 struct pass_plan {
   index_t scale;
   int ways;
   index_t bs_nv;
   int first_buffer;
   index_t launch_tiles;
+  index_t pair_spacing;
 };
 
 __device__ __forceinline__ pass_shape pass_shape_of(const pass_plan& p, const sort_flags& flags, index_t n,
@@ -63,14 +66,14 @@ __device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
 }
 
 // Samples for a 4-way pass's partition: for each group, the split of each
-// pair of runs (0 1 and 2 3) at every multiple of nv of the pair's merge,
-// samples[(group * 2 + pair) * stride + j] for rank j * nv (clamped to the
-// pair's size), stride = ceil(2 * width / nv) + 1, and beside it the keys of
-// the pair's merge at ranks j * nv and j * nv - 1 (sample_keys[2i], [2i + 1];
-// unwritten where there is none), so that the partition's coarse search reads
-// these small arrays alone. One thread a sample: a plain merge-path search,
-// as in a 2-way pass's partition.
-__device__ __forceinline__ index_t sample_stride(index_t width, index_t nv) { return (2 * width + nv - 1) / nv + 1; }
+// pair of runs (0 1 and 2 3) at every multiple of the spacing p of the
+// pair's merge, samples[(group * 2 + pair) * stride + j] for rank j * p
+// (clamped to the pair's size), stride = ceil(2 * width / p) + 1, and beside
+// it the keys of the pair's merge at ranks j * p and j * p - 1
+// (sample_keys[2i], [2i + 1]; unwritten where there is none), so that the
+// partition's coarse search reads these small arrays alone. One thread a
+// sample: a plain merge-path search, as in a 2-way pass's partition.
+LIBMERGE_HOST_DEVICE inline index_t sample_stride(index_t width, index_t p) { return (2 * width + p - 1) / p + 1; }
 
 // A 4-way pass partitions on run samples when its runs start at multiples of
 // sample_every (every width from a block-sort tile of such a size; sorted runs
@@ -79,6 +82,43 @@ __device__ __forceinline__ index_t sample_stride(index_t width, index_t nv) { re
 // a tile's diagonal is a whole number of samples).
 LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv) {
   return width % sample_every == 0 && nv % sample_every == 0 && nv >= 8 * sample_every;
+}
+
+// The pair samples' spacing, in run samples, of a pass that partitions on
+// them: a tile (nv / sample_every samples), so that a tile's start is a
+// sample's rank, or for sorts of at most quarter_spaced_tiles tiles a pass
+// a quarter tile (the largest divisor of the tile up to a quarter of it), so
+// that the partition's search over the samples leaves its nested searches a
+// quarter tile: H200, int32 keys, 0.953x the sort's time at 2^24 and 0.99x
+// at 2^26 (partition 28.8 to 25.7 us a pass at 2^24); at 2^28 (22795
+// tiles) half-tile samples took 1.008x, their kernel's added time (12-24 to
+// 31-37 us a pass) more than the partition's gain. The host works it out
+// once (plan_passes), so the kernels do not.
+inline constexpr index_t quarter_spaced_tiles = 8192;
+
+inline index_t pair_spacing_on_samples(index_t n, index_t nv) {
+  const index_t snv = nv / sample_every;
+  if (snv < 4 || (n + nv - 1) / nv > quarter_spaced_tiles) return snv > 1 ? snv : 1;
+  for (index_t p = snv / 4; p > 1; --p) {
+    if (snv % p == 0) return p;
+  }
+  return 1;
+}
+
+// A 4-way pass's pair samples over runs of `width` keys: spacing (in keys,
+// a tile, or when the pass partitions on run samples, `sampled`, in
+// samples), stride (a pair's) and count (in all).
+struct pair_sample_grid {
+  index_t spacing, stride, count;
+};
+
+LIBMERGE_HOST_DEVICE inline pair_sample_grid pair_samples_of(const pass_plan& plan, index_t n, index_t width,
+                                                             index_t nv, bool sampled) {
+  const index_t spacing = sampled ? plan.pair_spacing : nv;
+  const index_t stride = sample_stride(sampled ? width / sample_every : width, spacing);
+  // The pairs of a 4-way pass are the groups of a 2-way pass of the same width.
+  const index_t pairs = 2 * ((n + 4 * width - 1) / (4 * width));
+  return {spacing, stride, pairs * stride};
 }
 
 // One pair sample (pair_sample_kernel, pieces_sample_kernel): the half's
@@ -114,17 +154,19 @@ __global__ void __launch_bounds__(sample_threads)
   const K* keys = sampled ? run_samples : buf.keys(src);
   const index_t keys_n = sampled ? (n + sample_every - 1) / sample_every : n;
   const index_t w = sampled ? width / sample_every : width;
-  if (sampled) nv /= sample_every;
-  const index_t stride = sample_stride(w, nv);
-  const index_t pairs = 2 * ((n + 4 * width - 1) / (4 * width));
-  const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= pairs * stride) return;
-  // The pairs of a 4-way pass are the groups of a 2-way pass of the same width.
-  const index_t j = i % stride;
-  const run_group<2, K> g = group_at<2>(keys, keys_n, w, i / stride);
-  const index_t size = group_size(g);
-  const index_t rank = j * nv < size ? j * nv : size;
-  sample_half(run_half<4, K>{g.keys, g.len[0], g.keys + w, g.len[1]}, rank, samples + i, sample_keys + 2 * i, comp);
+  const pair_sample_grid grid = pair_samples_of(plan, n, width, nv, sampled);
+  // Grid-stride: the host sizes the grid for the pass's planned width (so
+  // that sorted input, which returns above, launches no more blocks than it
+  // needs); sorted runs longer than a block-sort tile can make it wider.
+  const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < grid.count; i += step) {
+    const index_t j = i % grid.stride;
+    const run_group<2, K> g = group_at<2>(keys, keys_n, w, i / grid.stride);
+    const index_t size = group_size(g);
+    const index_t rank = j * grid.spacing < size ? j * grid.spacing : size;
+    sample_half(run_half<4, K>{g.keys, g.len[0], g.keys + w, g.len[1]}, rank, samples + i, sample_keys + 2 * i,
+                comp);
+  }
 }
 
 // The tile's piece of each run: [start[k], end[k]). A tile of a sorted input
@@ -318,15 +360,15 @@ __global__ void __launch_bounds__(partition_tiles + 1, 4)
       if (!in_order && !undone) flags.has_work(pass) = 1;
     }
     // 4-way passes: the group's pair samples, over the runs or their samples.
-    half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, sampled ? snv : nv};
+    half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, 1};
     if (samples != nullptr) {
-      const index_t stride =
-          sampled ? sample_stride(shape.width / sample_every, snv) : sample_stride(shape.width, nv);
-      const index_t first = static_cast<index_t>(group) * 2 * stride;
+      const pair_sample_grid ps = pair_samples_of(plan, n, shape.width, nv, sampled);
+      const index_t first = static_cast<index_t>(group) * 2 * ps.stride;
+      hs.nv = ps.spacing;
       hs.s[0] = samples + first;
-      hs.s[1] = hs.s[0] + stride;
+      hs.s[1] = hs.s[0] + ps.stride;
       hs.keys[0] = sample_keys + 2 * first;
-      hs.keys[1] = hs.keys[0] + 2 * stride;
+      hs.keys[1] = hs.keys[0] + 2 * ps.stride;
     }
     if constexpr (Ways == 4) {
       if (sampled) {

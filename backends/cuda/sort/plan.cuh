@@ -104,7 +104,7 @@ inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, 
   for (int left = levels; left > 0;) {
     const int ways = max_ways == 2 || left == 1 ? 2 : 4;
     const index_t groups = (n + width * ways - 1) / (width * ways);
-    passes.push_back({width / bs_nv, ways, bs_nv, 0, (n + nv - 1) / nv + groups});
+    passes.push_back({width / bs_nv, ways, bs_nv, 0, (n + nv - 1) / nv + groups, pair_spacing_on_samples(n, nv)});
     width *= ways;
     left -= ways == 2 ? 1 : 2;
   }
