@@ -480,26 +480,25 @@ int main(int argc, char** argv) {
     thrust_arena tt{thrust_buf, temp_bytes};
     context ctx{s, &timer, arena{temp, temp_bytes}, &tt};
 
-    if (opt.profile_pairs) {  // one sort of int32/int32 pairs by each library, for ncu
-      const long long n = 1LL << opt.profile_log2;
-      sort_case<std::int32_t, std::int32_t, int_less> c(ctx, "int32/int32", shape::random, n, int_less{},
-                                                        make_keys<std::int32_t>(n, shape::random, 2));
+    // --profile, --profile-pairs-log2: one sort by each library, for ncu.
+    const auto profile_once = [&](auto& c) {
       c.setup();
       c.run_lm(lm::cuda::par.on(s).with_allocator(ctx.temp));
       c.setup();
       c.run_cub();
       cuda_check(cudaStreamSynchronize(s), "profile");
       return 0;
+    };
+    if (opt.profile_pairs) {
+      const long long n = 1LL << opt.profile_log2;
+      sort_case<std::int32_t, std::int32_t, int_less> c(ctx, "int32/int32", shape::random, n, int_less{},
+                                                        make_keys<std::int32_t>(n, shape::random, 2));
+      return profile_once(c);
     }
     if (opt.profile) {
       const long long n = 1LL << opt.profile_log2;
       sort_case<std::int32_t, void, int_less> c(ctx, "int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 1));
-      c.setup();
-      c.run_lm(lm::cuda::par.on(s).with_allocator(ctx.temp));
-      c.setup();
-      c.run_cub();
-      cuda_check(cudaStreamSynchronize(s), "profile");
-      return 0;
+      return profile_once(c);
     }
     if (opt.launch) {
       std::printf("%-12s %5s %-22s %12s %12s %12s\n", "type", "log2n", "implementation", "enqueue us", "GPU ms",
