@@ -35,7 +35,8 @@ namespace libmerge::detail::cuda_backend {
 // lines (bulk_ranges_bytes), and their barrier comes last. The walks of
 // keys-only tiles of numbers read one slot past a side's end (side_key):
 // their keys take room for NV + 1 (staged ranges leave at least 2 R - 1
-// slots after the last). Tiles with values keep NV (with NV + 1, the
+// slots after the last). Tiles with values keep NV, and their walks read
+// the values' first slot past the keys (walks_past_end; with NV + 1, the
 // sort's int32 pair passes spilled 8 bytes and took 1.02x-1.08x the time,
 // H200).
 template <class K, class V, bool WithValues, int NV, int StagedRanges = 0>
@@ -43,7 +44,7 @@ struct merge_layout {
   static constexpr std::size_t keys = 0;
   static constexpr std::size_t vals =
       StagedRanges > 0 ? bulk_ranges_bytes<K>(NV, StagedRanges)
-                       : align_up((NV + (walks_past_end<WithValues> ? 1 : 0)) * sizeof(K), 16);
+                       : align_up((NV + (WithValues ? 0 : 1)) * sizeof(K), 16);
   static constexpr std::size_t sources = vals + (WithValues ? align_up(NV * sizeof(V), 16) : 0);
   static constexpr std::size_t barrier = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
   static constexpr std::size_t bytes = barrier + (StagedRanges > 0 ? 16 : 0);
@@ -132,7 +133,7 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
 
   K merged[Box::vt];
   int src[Box::vt];
-  cta_merge<Box::vt, bounds::lower, walks_past_end<with_values>>(keys, na, kb, nb, tid, merged, src, comp);
+  cta_merge<Box::vt, bounds::lower, walks_past_end>(keys, na, kb, nb, tid, merged, src, comp);
 
   if constexpr (!with_values) {
     // Keys only: the merged keys are in registers; write them out through the

@@ -176,9 +176,12 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
     // pieces, gaps and all, are read by then); each output's tile offset
     // goes to `sources`.
     if constexpr (staged) {
-      cta_merge_pieces<Box::vt, walks_past_end<WithValues>>(keys, spans, tid, merged, from, comp);
+      cta_merge_pieces<Box::vt, walks_past_end>(keys, spans, tid, merged, from, comp);
     } else {
-      cta_merge_pairs<Box::vt, walks_past_end<WithValues>>(keys, na, a_split, b_split, count, tid, merged, from, comp);
+      // (Level 1 of pairs keeps the clamped reads, two a step: with one, every
+      // 4-way pairs kernel spilled 16 bytes at its 32 registers; ptxas, sm_90.)
+      cta_merge_pairs<Box::vt, walks_past_end && !WithValues>(keys, na, a_split, b_split, count, tid, merged, from,
+                                                             comp);
     }
     __syncthreads();
 #pragma unroll
@@ -195,7 +198,7 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
   }
   // The last level: the two halves.
   const int half = Ways == 4 ? d.size[0] + d.size[1] : d.size[0];
-  cta_merge<Box::vt, bounds::lower, walks_past_end<WithValues>>(tile, half, Ways == 4 ? half : b_at, count - half, tid,
+  cta_merge<Box::vt, bounds::lower, walks_past_end>(tile, half, Ways == 4 ? half : b_at, count - half, tid,
                                                                 merged, from, comp);
   if constexpr (WithValues) {
     // Each output's value sits at the tile offset its key came from (through
