@@ -198,8 +198,8 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
   }
   // The last level: the two halves.
   const int half = Ways == 4 ? d.size[0] + d.size[1] : d.size[0];
-  cta_merge<Box::vt, bounds::lower, walks_past_end>(tile, half, Ways == 4 ? half : b_at, count - half, tid,
-                                                                merged, from, comp);
+  cta_merge<Box::vt, bounds::lower, walks_past_end>(tile, half, Ways == 4 ? half : b_at, count - half, tid, merged,
+                                                    from, comp);
   if constexpr (WithValues) {
     // Each output's value sits at the tile offset its key came from (through
     // level 1's offsets for 4 ways).
