@@ -79,6 +79,15 @@ inline int stream_device(cudaStream_t stream, const char* algorithm) {
   return device;
 }
 
+// Whether `stream` is capturing a CUDA graph (the legacy default stream never
+// is: capturing it is not allowed).
+inline bool is_capturing(cudaStream_t stream, const char* algorithm) {
+  if (stream == nullptr || stream == cudaStreamLegacy) return false;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &capture), algorithm, "cudaStreamIsCapturing");
+  return capture != cudaStreamCaptureStatusNone;
+}
+
 // The current device's facts for a call on `stream`, which must belong to it:
 // the call's pointer checks and launches use the current device and its
 // temporary storage the stream's, so a stream of another device is an

@@ -95,7 +95,24 @@ inline bool refuses_pool_creation(const char* setting) {
 // device alone was a dangling handle then). Null where the pool cannot be
 // made although the device reports pools (the caller falls back to
 // cudaMalloc, as on devices without pools).
+// Makes the calling thread's stream-capture mode relaxed while it lives.
+// Creating a pool and cudaMemGetInfo are "potentially unsafe" calls that a
+// global or thread-local capture refuses (and is invalidated by); they queue
+// no stream work, so a first call inside a capture makes them relaxed, as the
+// CUDA guide advises libraries to (cudaThreadExchangeStreamCaptureMode).
+class relaxed_capture_mode {
+ public:
+  relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  relaxed_capture_mode(const relaxed_capture_mode&) = delete;
+  relaxed_capture_mode& operator=(const relaxed_capture_mode&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 inline cudaMemPool_t memory_pool(int device) {
+  relaxed_capture_mode relaxed;  // the first call may come inside a capture
   static std::mutex mutex;
   static std::map<std::pair<int, unsigned long long>, cudaMemPool_t> pools;  // (device, context) -> pool, or null
   std::lock_guard<std::mutex> lock(mutex);
@@ -226,8 +243,23 @@ inline void set_pool_keep(std::size_t bytes) {
   }
 }
 
-// The bound above, for the current device.
-inline std::size_t pool_keep() { return static_cast<std::size_t>(detail::cuda_backend::pool_keep_bytes()); }
+// The bound above as the current device's pool applies it (the setting
+// reaches a pool made before it only through set_pool_keep on that device).
+inline std::size_t pool_keep() {
+  namespace cb = detail::cuda_backend;
+  int device = 0;
+  detail::check_cuda(cudaGetDevice(&device), "pool_keep", "cudaGetDevice");
+  if (cb::has_memory_pools(device)) {
+    if (const cudaMemPool_t pool = cb::memory_pool(device)) {
+      std::uint64_t keep = 0;
+      detail::check_cuda(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool_keep",
+                         "cudaMemPoolGetAttribute(ReleaseThreshold)");
+      return static_cast<std::size_t>(keep);
+    }
+  }
+  cb::relaxed_capture_mode relaxed;  // cudaMemGetInfo
+  return static_cast<std::size_t>(cb::pool_keep_bytes());
+}
 
 // Gives the memory that libmerge's pool of the current device holds unused
 // back to the driver now (cudaMemPoolTrimTo). Memory of calls still running

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include <thrust/find.h>
@@ -84,6 +86,18 @@ struct breaks_ordering {
 };
 }  // namespace cuda_backend
 
+namespace cuda_backend {
+// A checked call waits for its scan's answer, which a graph being captured
+// cannot give: refused before anything is queued.
+inline void refuse_capture(cudaStream_t stream, const char* algorithm) {
+  if (is_capturing(stream, algorithm)) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm +
+                                ": a checked call (.checked()) cannot be captured into a CUDA graph: it reads its "
+                                "checks' answer back to the host; capture the unchecked call");
+  }
+}
+}  // namespace cuda_backend
+
 template <>
 struct backend_impl<algo::precondition, backend::cuda> {
   static constexpr bool available = true;
@@ -93,6 +107,7 @@ struct backend_impl<algo::precondition, backend::cuda> {
                               const char* name) {
     using namespace cuda_backend;
     const cudaStream_t stream = policy.stream();
+    refuse_capture(stream, algorithm);
     const device_info& dev = current_device(algorithm, stream);
     const auto d = to_device(first, n, dev, algorithm, name);  // checked like the algorithm's own arguments
     temporary_storage<typename Policy::allocator_type> at(policy.allocator(), stream, sizeof(unsigned long long),
@@ -117,6 +132,7 @@ struct backend_impl<algo::precondition, backend::cuda> {
   static sample_violation bad_sample(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm,
                                      const char* name) {
     using namespace cuda_backend;
+    refuse_capture(policy.stream(), algorithm);
     const auto d = to_device(first, n, current_device(algorithm, policy.stream()), algorithm, name);
     const index_t m = sample_count(n);
     const thrust::counting_iterator<index_t> samples(0);

@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "config.hpp"
 #include "dispatch.hpp"
@@ -29,11 +30,40 @@
 namespace libmerge {
 
 // A policy whose calls check their preconditions first. It is the policy it
-// wraps in every other way (its backend, stream, boxes); set .checked() last:
-// the wrapped policy's own modifiers return an unchecked policy.
+// wraps in every other way (its backend, stream, boxes, allocator, team), and
+// the wrapped policy's modifiers keep the check wherever they are set:
+// .checked().on(s) checks as .on(s).checked() does.
 template <class Policy>
 struct checked_policy : Policy {
   constexpr explicit checked_policy(const Policy& p) : Policy(p) {}
+
+  template <class... A, class P = Policy>
+  auto on(A&&... a) const {
+    return rewrap(P::on(std::forward<A>(a)...));
+  }
+  template <class... A, class P = Policy>
+  auto with(A&&... a) const {
+    return rewrap(P::with(std::forward<A>(a)...));
+  }
+  template <class A, class P = Policy>
+  auto with_allocator(A&& a) const {
+    return rewrap(P::with_allocator(std::forward<A>(a)));
+  }
+  // threads(n) rewraps; threads() is the team size of the wrapped policy.
+  template <class... A, class P = Policy>
+  auto threads(A&&... a) const {
+    if constexpr (sizeof...(A) == 0) {
+      return P::threads();
+    } else {
+      return rewrap(P::threads(std::forward<A>(a)...));
+    }
+  }
+
+ private:
+  template <class Other>
+  static checked_policy<Other> rewrap(const Other& p) {
+    return checked_policy<Other>(p);
+  }
 };
 
 namespace detail {

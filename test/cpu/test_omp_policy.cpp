@@ -424,6 +424,17 @@ BOOST_AUTO_TEST_CASE(thrust_host_policies_are_drop_ins) {
 }
 #endif
 
+// The check survives a modifier set after it: .checked().threads(t) checks
+// as .threads(t).checked() does (it once returned an unchecked policy).
+BOOST_AUTO_TEST_CASE(checked_then_threads_still_checks) {
+  std::vector<std::int32_t> a = {1, 5, 3}, b = {2, 4}, out(5, -1);
+  const auto checked = lm::omp::par.checked().threads(2);
+  static_assert(lm::detail::is_checked_v<decltype(checked)>);
+  BOOST_CHECK_THROW(lm::merge(checked, a.begin(), a.end(), b.begin(), b.end(), out.begin()), std::invalid_argument);
+  BOOST_CHECK((out == std::vector<std::int32_t>(5, -1)));
+  BOOST_CHECK_EQUAL(checked.threads(), 2);
+}
+
 // Checked calls on a team (lm::omp::par.threads(t).checked()): the same first
 // bad position as the serial check for every team size, a comparator's
 // exception passed on from the worker threads, and sorted inputs accepted.
