@@ -179,11 +179,12 @@ search_tuning tuned_search() {
           l.small_needles_log2};
 }
 
-// The sm_90 line's dense search tile for keys TA and TB (the test binaries
-// are built for sm_90). A caller's box turns the needle-count rule off, so a
-// policy with this box runs the tuned merge-path kernels wherever the ratios
-// allow tiles: tests of that tile below 2^small_needles_log2 needles, where
-// a tuned call goes per needle.
+// The sm_90 line's dense search tile for keys TA and TB (every line from
+// sm_80 to sm_120 has sm_90's settings, tuning::architectures). A caller's
+// box turns the needle-count rule off, so a policy with this box runs the
+// tuned merge-path kernels wherever the ratios allow tiles: tests of that
+// tile below 2^small_needles_log2 needles, where a tuned call goes per
+// needle.
 template <class TA, class TB = TA>
 using sm90_search_tile = std::tuple_element_t<
     0, decltype(internals::cuda::search_table<TA, TB>::template boxes<static_cast<std::size_t>(
@@ -202,24 +203,6 @@ void check_no_local_memory(Kernel kernel, const std::string& name) {
   BOOST_TEST_MESSAGE(name << ": " << a.numRegs << " registers, " << a.localSizeBytes << " B local");
   BOOST_CHECK_MESSAGE(a.localSizeBytes == 0, name << " uses " << a.localSizeBytes << " bytes of local memory");
 }
-
-// Test binaries built for sm_90 alone (CMake defines LIBMERGE_TEST_SM90_ONLY
-// for them) report "skipped" (exit 77, CTest's SKIP_RETURN_CODE) on a GPU of
-// another architecture instead of failing on a missing kernel image.
-#ifdef LIBMERGE_TEST_SM90_ONLY
-struct built_for_sm90_only {
-  built_for_sm90_only() {
-    int device = 0;
-    cudaDeviceProp p{};
-    if (cudaGetDevice(&device) == cudaSuccess && cudaGetDeviceProperties(&p, device) == cudaSuccess &&
-        p.major != 9) {
-      std::printf("built for sm_90 only; device %d is sm_%d%d: skipped\n", device, p.major, p.minor);
-      std::exit(77);
-    }
-  }
-};
-BOOST_TEST_GLOBAL_FIXTURE(built_for_sm90_only);
-#endif
 
 // LIBMERGE_TEST_QUICK=1 (used under compute-sanitizer) keeps every test case
 // and every tile-boundary kind (partial, full, one past) but drops the large

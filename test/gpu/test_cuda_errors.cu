@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <random>
@@ -178,15 +179,25 @@ BOOST_AUTO_TEST_CASE(outputs_overlapping_inputs_are_rejected) {
   check_same(std::vector<int>(after.begin() + 1700, after.end()), want, "merge into the memory after the inputs");
 }
 
+namespace {
+
+// Two GPUs or more: a precondition of Boost.Test, which skips the case where
+// it fails and counts it "skipped" (--report_level=short); the log says why
+// at --log_level=test_suite, and the line printed here says it at any level.
+boost::test_tools::assertion_result two_gpus(boost::unit_test::test_unit_id) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) cudaGetLastError();  // no stale error for the next case
+  boost::test_tools::assertion_result enough(devices >= 2);
+  enough.message() << devices << " GPU(s) visible, 2 needed";
+  if (!enough) std::printf("SKIPPED a_stream_of_another_device_is_rejected: %d GPU(s) visible, 2 needed\n", devices);
+  return enough;
+}
+
+}  // namespace
+
 // A stream of another device: a clear error before anything runs (the call's
 // pointer checks and launches use the current device). Needs two GPUs.
-BOOST_AUTO_TEST_CASE(a_stream_of_another_device_is_rejected) {
-  int devices = 0;
-  BOOST_REQUIRE_EQUAL(cudaGetDeviceCount(&devices), cudaSuccess);
-  if (devices < 2) {
-    BOOST_TEST_MESSAGE("one GPU: skipped");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(a_stream_of_another_device_is_rejected, *boost::unit_test::precondition(two_gpus)) {
   BOOST_REQUIRE_EQUAL(cudaSetDevice(1), cudaSuccess);
   cudaStream_t other = nullptr;
   BOOST_REQUIRE_EQUAL(cudaStreamCreate(&other), cudaSuccess);
@@ -255,6 +266,66 @@ BOOST_AUTO_TEST_CASE(launch_box_too_large) {
                          av.begin(), bv.begin(), out.begin(), vout.begin());
       },
       {"libmerge::merge_by_key", "nt=1024 vt=63", "shared memory"});
+}
+
+namespace {
+
+// A kernel with `static_bytes` of static shared memory and `dynamic` bytes
+// of dynamic: the threads fill both (values the compiler cannot fold), and
+// thread 0 stores the sum of their last words in *out (expected_sum). Tag:
+// one kernel a case, so that the limit one case raised is not another's.
+constexpr int static_bytes = 8192;
+template <int Tag>
+__global__ void static_and_dynamic_shared(int* out, int dynamic) {
+  __shared__ int fixed[static_bytes / sizeof(int)];
+  extern __shared__ int extra[];
+  constexpr int m = static_bytes / static_cast<int>(sizeof(int));
+  const int n = dynamic / static_cast<int>(sizeof(int));
+  for (int i = static_cast<int>(threadIdx.x); i < m; i += static_cast<int>(blockDim.x)) fixed[i] = i + dynamic;
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) extra[i] = i;
+  __syncthreads();
+  if (threadIdx.x == 0) *out = fixed[m - 1] + extra[n - 1];
+}
+int expected_sum(int dynamic) {
+  return static_bytes / static_cast<int>(sizeof(int)) - 1 + dynamic + dynamic / static_cast<int>(sizeof(int)) - 1;
+}
+
+// prepare_shared_memory, then a launch of `kernel` with `dynamic` bytes:
+// the launch's error, or cudaSuccess once the kernel has run.
+template <class Kernel>
+cudaError_t prepare_and_launch(Kernel kernel, int dynamic, int* out) {
+  const auto& dev = internals::cuda::current_device("test");
+  internals::cuda::prepare_shared_memory(kernel, static_cast<std::size_t>(dynamic), dev, 32, 1, "test");
+  kernel<<<1, 32, static_cast<std::size_t>(dynamic)>>>(out, dynamic);
+  const cudaError_t e = cudaGetLastError();
+  return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+
+}  // namespace
+
+// The launch counts a kernel's static shared memory with the tile's (commit
+// 70bd903; backends/cuda/launch.cuh, prepare_shared_memory). Dynamic bytes
+// under 48 KB whose sum with the static bytes is over it get the limit
+// raised: counting the dynamic bytes alone, the launch fails with
+// cudaErrorInvalidValue (issue 24's 16-bit searches). A sum over what the
+// device allows at all is refused with both numbers, where the dynamic
+// bytes alone would pass the check and fail at the launch.
+BOOST_AUTO_TEST_CASE(static_shared_memory_counts_against_the_limit) {
+  thrust::device_vector<int> out(1, 0);
+  int* const o = thrust::raw_pointer_cast(out.data());
+  const int over_48k = static_cast<int>(lm::tuning::smem_without_opt_in) - static_bytes + 16;
+  cudaFuncAttributes a{};
+  BOOST_REQUIRE_EQUAL(cudaFuncGetAttributes(&a, static_and_dynamic_shared<0>), cudaSuccess);
+  BOOST_REQUIRE_EQUAL(a.sharedSizeBytes, std::size_t(static_bytes));  // the sum crosses 48 KB by 16 bytes
+  BOOST_CHECK_EQUAL(prepare_and_launch(static_and_dynamic_shared<0>, over_48k, o), cudaSuccess);
+  BOOST_CHECK_EQUAL(out[0], expected_sum(over_48k));
+
+  const int optin = internals::cuda::current_device("test").smem_optin;
+  const int over_optin = optin - static_bytes + 16;
+  expect_error<std::invalid_argument>(
+      [&] { prepare_and_launch(static_and_dynamic_shared<1>, over_optin, o); },
+      {"libmerge::test", "needs " + std::to_string(over_optin) + " bytes", std::to_string(static_bytes) + " more",
+       "allows " + std::to_string(optin)});
 }
 
 // CUDA failures surface as lm::cuda_error with the code, its name and the
