@@ -7,6 +7,9 @@
 // inside a backend shows at once which tests lean on it.
 #pragma once
 
+#include <type_traits>
+#include <vector>
+
 #include <libmerge/libmerge.hpp>
 
 #include "../../backends/cuda/cta_merge.cuh"
@@ -79,6 +82,63 @@ using cb::box_probes_4ary;
 using cb::launch_search;
 using cb::match_counters;
 using cb::needle_rules;
+
+// The merge sort's plan for a call of lm::cuda::par (tuned boxes) on n keys,
+// from the backend's host-side planning (with_tuned_boxes, with_sort_boxes,
+// shape_sort), for the GPU fuzzer to name the path each case takes
+// (test/support/fuzz_paths.hpp). V: the values (char for keys only, the
+// index type for merge_sort_indices). Assumes a one-kernel grid fits the
+// device (launch_one_kernel_sort falls back to separate kernels otherwise).
+struct sort_choice {
+  bool one_kernel = false, block_sort_first = false, one_tile = false, numbers = false;
+  long long bs_nv = 0, one_kernel_nv = 0;
+  int one_kernel_log2 = 0, separate_log2 = 0, four_way_log2 = 0, mid_log2 = 0, large_log2 = 0, max_ways = 2;
+  int box = 0;            // the passes' tiles: 0 the line's, 1 mid-sized sorts', 2 large sorts'
+  std::vector<int> ways;  // separate kernels: each pass's
+};
+
+template <class K, class V, bool WithValues, bool Indices>
+using sort_vals_in = std::conditional_t<Indices, libmerge::detail::counting_values<V>, V*>;
+
+template <class K, class V, bool WithValues, bool Indices, class Comp>
+sort_choice sort_choice_of(long long n) {
+  using Policy = std::decay_t<decltype(libmerge::cuda::par)>;
+  using ValsIn = sort_vals_in<K, V, WithValues, Indices>;
+  using table = cb::merge_sort_table<K, std::conditional_t<WithValues, V, void>>;
+  const cb::device_info& dev = cb::current_device("merge_sort", nullptr);
+  sort_choice c;
+  // The line's sizes (as with_sort_boxes reads them).
+  cb::with_tuned_boxes<table>(
+      dev, "merge_sort",
+      [](auto bs_box, auto...) { return cb::block_sort_kernel<decltype(bs_box), K, V, WithValues, Indices, ValsIn, Comp>; },
+      [&](auto, auto, auto ways, auto any4, auto, auto large_log2, auto one_kernel, auto numbers4, auto, auto mid_log2) {
+        c.numbers = cb::orders_numbers_v<Comp, K>;
+        c.max_ways = decltype(ways)::value;
+        c.four_way_log2 = c.numbers ? decltype(numbers4)::value : decltype(any4)::value;
+        c.large_log2 = decltype(large_log2)::value;
+        c.mid_log2 = decltype(mid_log2)::value;
+        c.one_kernel_log2 = decltype(one_kernel)::log2;
+        c.separate_log2 = decltype(one_kernel)::separate_log2;
+        c.one_kernel_nv = decltype(one_kernel)::box::nv;
+      });
+  c.box = c.large_log2 > 0 && n >= (1ll << c.large_log2) ? 2 : (c.mid_log2 > 0 && n >= (1ll << c.mid_log2) ? 1 : 0);
+  // The boxes of the call and its choices (sort_with_boxes, launch_one_kernel_sort, launch_merge_sort).
+  cb::with_sort_boxes<Policy, K, V, WithValues, Indices, ValsIn, Comp>(
+      dev, "merge_sort", n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
+        using OneKernel = decltype(one_kernel);
+        c.one_kernel = OneKernel::log2 > 0 && n < (1ll << OneKernel::log2);
+        c.block_sort_first = c.one_kernel && OneKernel::separate_log2 > 0 && n >= (1ll << OneKernel::separate_log2);
+        c.one_tile = c.one_kernel && !c.block_sort_first && n <= OneKernel::box::nv;
+        c.bs_nv = c.one_kernel && !c.block_sort_first ? OneKernel::box::nv : decltype(bs_box)::nv;
+        if (!c.one_kernel && n >= 2) {
+          const auto s = cb::shape_sort<decltype(bs_box), decltype(box), decltype(ways)::value,
+                                        decltype(four_way_log2)::value>(n, static_cast<const cb::runs_target<K, V>*>(nullptr),
+                                                                       "merge_sort");
+          for (const auto& p : s.passes) c.ways.push_back(p.ways);
+        }
+      });
+  return c;
+}
 }  // namespace cuda
 
 }  // namespace internals
