@@ -9,7 +9,8 @@
 //
 //   lm::nccl::par(comm)                 the default stream of the comm's device
 //   lm::nccl::par(comm, stream)         work on `stream` (of the comm's device)
-//   lm::nccl::par(comm).timeout(60.0)   give up (and abort the communicator)
+//   lm::nccl::par(comm).timeout(60.0)   give up (and abort, so free, the
+//                                       communicator)
 //                                       when the call has run 60 s (300 s
 //                                       unless said)
 #pragma once
@@ -43,10 +44,12 @@ class policy {
   policy on(cudaStream_t stream) const { return policy(comm_, stream, timeout_s_); }
   // How long the whole call may take on this rank before it gives up on the
   // other ranks: it then stops what NCCL has in flight (ncclCommRevoke where
-  // the NCCL library has it, else ncclCommAbort, from a watchdog thread, so
-  // that a wait inside NCCL ends too), aborts the communicator and throws
+  // the NCCL library has it, else ncclCommAbort of a thread blocked in
+  // ncclGroupEnd, from a watchdog thread, so that a wait inside NCCL ends
+  // too), aborts the communicator and throws
   // lm::nccl_error. A rank that failed or never called cannot hang the
-  // others. The communicator is unusable after that; make a new one.
+  // others. ncclCommAbort frees the communicator: after an lm::nccl_error
+  // the handle is dangling (do not ncclCommDestroy it); make a new one.
   policy timeout(double seconds) const { return policy(comm_, stream_, seconds); }
 
   ncclComm_t comm() const { return comm_; }

@@ -32,9 +32,14 @@ inline ncclResult_t (*nccl_revoke())(ncclComm_t, int) {
 // (ncclCommRevoke: every NCCL operation and kernel in flight stops and the
 // communicator is not freed, so the blocked thread returns with an error and
 // uses no freed memory). The caller's thread then aborts them itself
-// (abort_all, after stop()). With an NCCL older than 2.28.7 this thread
-// aborts them (ncclCommAbort), as frameworks' watchdogs did before revoke
-// existed: NCCL frees the communicator while the blocked call unwinds.
+// (abort_all, after stop()). With an NCCL older than 2.28.7, which has no
+// revoke, this thread aborts them (ncclCommAbort, which frees them), as
+// frameworks' watchdogs did before revoke existed, but only while the
+// caller's thread is blocked in ncclGroupEnd (enter_wait .. leave_wait,
+// under a lock): anywhere else the caller's thread sees the deadline at its
+// next check and aborts them itself, so no abort frees a communicator under
+// one of its other NCCL calls. (Inside ncclGroupEnd NCCL frees it while the
+// blocked call unwinds: the race that NCCL 2.28.7's revoke removes.)
 class watchdog {
  public:
   watchdog(std::vector<ncclComm_t> comms, double timeout_s)
@@ -53,6 +58,15 @@ class watchdog {
     if (thread_.joinable()) thread_.join();
   }
   bool fired() const { return fired_.load(); }
+  // Around the caller's ncclGroupEnd, the one NCCL call that may block.
+  void enter_wait() {
+    std::lock_guard<std::mutex> lock(calls_);
+    waiting_ = true;
+  }
+  void leave_wait() {
+    std::lock_guard<std::mutex> lock(calls_);
+    waiting_ = false;
+  }
   // True where the watchdog freed the communicators itself (NCCL before 2.28).
   bool freed() const { return freed_; }
 
@@ -61,13 +75,16 @@ class watchdog {
     std::unique_lock<std::mutex> lock(mutex_);
     const auto limit = std::chrono::duration<double>(timeout_s);
     if (wake_.wait_for(lock, limit, [this] { return done_; })) return;
-    fired_ = true;
     const auto revoke = nccl_revoke();
     if (revoke == nullptr) {
+      std::lock_guard<std::mutex> calls(calls_);
+      fired_ = true;
+      if (!waiting_) return;  // (the caller's thread aborts them: see the class)
       for (ncclComm_t c : comms_) ncclCommAbort(c);
       freed_ = true;
       return;
     }
+    fired_ = true;
     for (ncclComm_t c : comms_) {
       if (revoke(c, 0 /* NCCL_REVOKE_DEFAULT */) != ncclInProgress) continue;
       // A non-blocking communicator revokes in the background: wait (a
@@ -86,6 +103,8 @@ class watchdog {
   bool done_ = false;
   std::atomic<bool> fired_{false};
   bool freed_ = false;
+  std::mutex calls_;      // waiting_, and the abort of NCCL before 2.28.7
+  bool waiting_ = false;  // the caller's thread is in ncclGroupEnd
   std::thread thread_;  // last: starts once the rest is made
 };
 

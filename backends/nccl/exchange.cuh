@@ -64,8 +64,8 @@ inline bool cuts_add_up(const cut_matrix& m, const long long* lengths, int strid
 // (a comparator that is no strict weak ordering).
 template <class K, class V>
 void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m, const char* algorithm) {
-  rethrow_local_failure(st);
   const int world = m.world;
+  rethrow_local_failure(st, world, algorithm);
   for (int q = 0; q < world; ++q) {
     if (m.status(q) != 0) {
       throw std::runtime_error(std::string("libmerge::") + algorithm + ": rank " + std::to_string(q) +

@@ -15,13 +15,41 @@ struct host_view {
   header* all;  // local x world
   long long* splits;  // local x world x record_words(): cut_matrix
   long long* early;   // local x world x record_words(1, world, 1): the early round's cuts
+  unsigned long long* done;  // local x 2: the words behind the merges (close_merges)
 };
+
+// The rank's small device buffers, one allocation: its headers (sent and
+// received) and, unless `headers_only`, the searches' buffers and the done
+// words after them.
+template <class K, class V>
+void take_small(rank_state<K, V>& s, int world, bool headers_only, const char* algorithm) {
+  s.search.world = world;
+  s.early_search.world = world;
+  const std::size_t headers = align16(sizeof(header)) + align16(static_cast<std::size_t>(world) * sizeof(header));
+  const std::size_t searches = s.search.bytes() + s.early_search.bytes();
+  s.small.reset();
+  s.small.emplace(cuda::pool_allocator{}, s.stream, headers_only ? headers : headers + searches + 32, algorithm);
+  char* p = s.small->template as<char>();
+  s.header_send = reinterpret_cast<header*>(p);
+  s.header_all = reinterpret_cast<header*>(p + align16(sizeof(header)));
+  if (headers_only) return;
+  s.search.carve(p + headers);
+  s.early_search.carve(p + headers + s.search.bytes());
+  s.done_send = reinterpret_cast<unsigned long long*>(p + headers + searches);
+  s.done_all = s.done_send + 2;
+  // The first run's length, which the local sort writes: 0 until then (a
+  // rank whose sort fails still searches, clamped, and reads a set word).
+  check_cuda(cudaMemsetAsync(s.search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(s.early_search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(s.done_send, 0, 32, s.stream), algorithm, "cudaMemsetAsync");
+}
 
 // A rank's checks and buffers before the headers. A failure is kept in
 // s.error and flagged in its header, and the rank still takes part in the
-// header exchange: every rank then throws alike (check_headers). Only a rank
-// that cannot get the few kilobytes of its own buffers throws here; its peers
-// then wait for their deadline.
+// header exchange: every rank then throws alike (check_headers). Where its
+// buffers fail, it takes those of the headers alone (a few hundred bytes)
+// to report that; only a rank that cannot get even these, or make its
+// device current, throws here, and its peers wait for their deadline.
 template <bool WithValues, class K, class V, class Comp>
 void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h, int world, const char* algorithm) {
   h = header{};
@@ -32,7 +60,6 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
   h.value_code = WithValues ? type_code(typeid(V).name()) : 0;
   h.comp_code = type_code(typeid(Comp).name());
   check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
-  check_cuda(cudaStreamCreateWithFlags(&s.side, cudaStreamNonBlocking), algorithm, "cudaStreamCreate");
   try {
     if (shard == nullptr) {
       throw std::invalid_argument(std::string("libmerge::") + algorithm + ": one shard per local rank is needed");
@@ -41,7 +68,13 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
     int stream_device = 0;
     check_cuda(cudaStreamGetDevice(s.stream, &stream_device), algorithm, "cudaStreamGetDevice");
     if (stream_device != s.device) {
-      s.stream = s.side;  // still report to the others, on a stream of the right device
+      // Still report to the others, on a stream of the right device: one of
+      // its own, or where none can be made the device's default stream.
+      if (cudaStreamCreateWithFlags(&s.side, cudaStreamNonBlocking) != cudaSuccess) {
+        cudaGetLastError();
+        s.side = nullptr;
+      }
+      s.stream = s.side;
       throw std::invalid_argument(std::string("libmerge::") + algorithm + ": the stream is of device " +
                                   std::to_string(stream_device) + ", the communicator's device is " +
                                   std::to_string(s.device));
@@ -57,6 +90,8 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
     if (most_runs(world) == 2) {
       h.half = cuda_backend::two_run_width<local_policy, K, V, WithValues, Comp>(dev, s.shard.n, algorithm);
     }
+    fail_point(s.fault, fault_at::small, algorithm);
+    take_small(s, world, false, algorithm);
   } catch (const std::exception& e) {
     s.error = std::current_exception();
     h.failed = 1;
@@ -65,31 +100,19 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
     s.error = std::current_exception();
     h.failed = 1;
   }
-  s.search.world = world;
-  s.early_search.world = world;
-  const std::size_t headers = align16(sizeof(header)) + align16(static_cast<std::size_t>(world) * sizeof(header));
-  const std::size_t searches = s.search.bytes() + s.early_search.bytes();
-  s.small.emplace(cuda::pool_allocator{}, s.stream, headers + searches + 32, algorithm);
-  char* p = s.small->template as<char>();
-  s.header_send = reinterpret_cast<header*>(p);
-  s.header_all = reinterpret_cast<header*>(p + align16(sizeof(header)));
-  s.search.carve(p + headers);
-  s.early_search.carve(p + headers + s.search.bytes());
-  s.done_send = reinterpret_cast<unsigned long long*>(p + headers + searches);
-  s.done_all = s.done_send + 2;
-  // The first run's length, which the local sort writes: 0 until then (a
-  // rank whose sort fails still searches, clamped, and reads a set word).
-  check_cuda(cudaMemsetAsync(s.search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
-  check_cuda(cudaMemsetAsync(s.early_search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
-  check_cuda(cudaMemsetAsync(s.done_send, 0, 32, s.stream), algorithm, "cudaMemsetAsync");
+  if (h.failed) take_small(s, world, true, algorithm);
 }
 
-// Every rank's header to every rank (host wait 1).
+// Every rank's header to every rank (host wait 1), on each rank's stream as
+// prepare_rank left it: a rank whose own stream is of another device sends
+// and waits on its side stream (the transport's would not do for its
+// communicator).
 template <class K, class V, class Transport>
 void exchange_headers(Transport& t, std::vector<rank_state<K, V>>& st, const host_view& h, const char* algorithm) {
   const int world = t.world();
   std::vector<const void*> send;
   std::vector<void*> recv;
+  std::vector<cudaStream_t> streams;
   for (std::size_t i = 0; i < st.size(); ++i) {
     rank_state<K, V>& s = st[i];
     check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
@@ -97,24 +120,27 @@ void exchange_headers(Transport& t, std::vector<rank_state<K, V>>& st, const hos
                algorithm, "cudaMemcpyAsync (header)");
     send.push_back(s.header_send);
     recv.push_back(s.header_all);
+    streams.push_back(s.stream);
   }
-  t.allgather(send, recv, sizeof(header));
-  for (std::size_t i = 0; i < st.size(); ++i) {
-    rank_state<K, V>& s = st[i];
-    check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
-    check_cuda(cudaMemcpyAsync(h.all + i * static_cast<std::size_t>(world), s.header_all,
-                               static_cast<std::size_t>(world) * sizeof(header), cudaMemcpyDeviceToHost, s.stream),
-               algorithm, "cudaMemcpyAsync (headers)");
-  }
-  t.wait_all();
+  t.on_streams(streams, [&] {
+    t.allgather(send, recv, sizeof(header));
+    for (std::size_t i = 0; i < st.size(); ++i) {
+      rank_state<K, V>& s = st[i];
+      check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
+      check_cuda(cudaMemcpyAsync(h.all + i * static_cast<std::size_t>(world), s.header_all,
+                                 static_cast<std::size_t>(world) * sizeof(header), cudaMemcpyDeviceToHost, s.stream),
+                 algorithm, "cudaMemcpyAsync (headers)");
+    }
+    t.wait_all();
+  });
 }
 
-// A local rank that failed throws its own exception (before the error that
-// names it to everyone else).
+// A local rank that failed throws its own exception, its rank named
+// (before the error that names it to everyone else).
 template <class K, class V>
-void rethrow_local_failure(const std::vector<rank_state<K, V>>& st) {
+void rethrow_local_failure(const std::vector<rank_state<K, V>>& st, int world, const char* algorithm) {
   for (const rank_state<K, V>& s : st) {
-    if (s.error) std::rethrow_exception(s.error);
+    if (s.error) rethrow_naming(s.error, s.rank, world, algorithm);
   }
 }
 
@@ -122,7 +148,7 @@ void rethrow_local_failure(const std::vector<rank_state<K, V>>& st) {
 // exception on that rank), types that differ from rank 0's.
 template <class K, class V>
 void check_headers(const std::vector<rank_state<K, V>>& st, const header* all, int world, const char* algorithm) {
-  rethrow_local_failure(st);
+  rethrow_local_failure(st, world, algorithm);
   for (int q = 0; q < world; ++q) {
     const std::string who = std::string("libmerge::") + algorithm + ": rank " + std::to_string(q);
     if (all[q].failed) {

@@ -39,6 +39,7 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
       const std::size_t keys = align_wire(elements * sizeof(K)), vals = WithValues ? align_wire(elements * sizeof(V)) : 0;
       const std::size_t tmp =
           plan.needs_tmp(world) ? align_wire(n * sizeof(K)) + (WithValues ? align_wire(n * sizeof(V)) : 0) : 0;
+      fail_point(s.fault, fault_at::big, algorithm);
       s.big.emplace(cuda::pool_allocator{}, s.stream, keys + vals + tmp, algorithm);
       char* p = s.big->template as<char>();
       s.keys = reinterpret_cast<K*>(p);
@@ -48,6 +49,7 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
         if constexpr (WithValues) s.tmp_vals = reinterpret_cast<V*>(p + keys + vals + align_wire(n * sizeof(K)));
       }
     }
+    fail_point(s.fault, fault_at::local_sort, algorithm);
     cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
         par, s.shard.keys, s.shard.vals, plan.early ? s.half : s.shard.n,
         cuda_backend::runs_target<K, V>{s.keys, s.vals, !plan.early && plan.runs == 2, s.search.width}, comp,

@@ -21,6 +21,22 @@ __global__ void add_u64(unsigned long long* to, const unsigned long long* from, 
   if (x < count) to[x] += from[x];
 }
 
+// A test hook (the one the sort has): a step at which one rank fails as if
+// its allocation there had, so that tests reach the failure paths after the
+// headers. sort_shards copies it into the rank's state; its fail points
+// (fail_point, state.cuh) throw the CUDA error a failed allocation throws.
+enum class fault_at {
+  none,
+  small,       // the protocol's buffers beside the headers' (prepare_rank)
+  big,         // the exchange's buffer: the runs and receive slots (sort_rank)
+  local_sort,  // the local sort's temporary storage (sort_rank)
+  merge,       // the last chunk's merge's temporary storage (merge_pieces)
+};
+struct injected_fault {
+  int rank = -1;
+  fault_at at = fault_at::none;
+};
+
 // Every rank in this process (see the top of the file). Operations are
 // stream-ordered: a barrier (each stream waits for an event of every other)
 // before the copies, so every rank's data is ready, and after them, so no
@@ -98,6 +114,8 @@ class loopback_transport {
   }
 
   void abort_all() noexcept {}  // every rank is here: nobody is left waiting
+
+  injected_fault fail;  // test hook (above): none unless a test sets it
   template <class F>
   void grouped(F f) {
     f();

@@ -88,6 +88,7 @@ void merge_pieces(rank_state<K, V>& s, const call_plan& plan, const piece_plan& 
     runs.push_back({s.keys + pp.at[u], WithValues ? s.vals + pp.at[u] : nullptr, out, pp.n[u]});
     out += pp.n[u];
   }
+  if (c + 1 == plan.chunks) fail_point(s.fault, fault_at::merge, algorithm);
   if (plan.four_way && runs.size() >= 3 && runs.size() <= 4) {
     cuda_backend::merge_four<local_policy, K, V, WithValues>(cuda::par.on(s.stream), s.keys, s.vals, at, len,
                                                              s.shard.keys + first,

@@ -54,14 +54,20 @@
 //  - after them (the local sort, the exchange's buffers and stream): the
 //    rank still takes part in the search and flags its status beside its
 //    cuts; every rank throws before anything is exchanged;
+//  - a merge that cannot be queued (its temporary storage): the rank still
+//    exchanges and sets two words all-reduced behind every rank's merges;
+//    every rank throws, naming it, once those arrive;
 //  - a rank that never comes, or dies: the transport's deadline (.timeout)
 //    covers the whole call, waits inside NCCL included (transport.cuh).
 // From the local sort on the shard is the sort's scratch; whatever fails
 // after the headers, each rank gets its own elements back, sorted
 // (restore_shard, from its runs), unless the device itself failed: no rank
-// returns before every rank has queued its merges (a word all-reduced
-// behind them), so a rank whose merge cannot get its temporary storage
-// leaves its peers waiting there until they fail and restore theirs too.
+// returns before every rank has queued its merges (the words all-reduced
+// behind them), so where one rank's merge cannot get its temporary storage
+// every rank throws and restores its own elements.
+// Every exception a rank throws names the algorithm and the rank that
+// failed: a rank's own failure is rethrown with its rank in the message
+// (rethrow_naming), its peers' errors name it.
 #pragma once
 
 #include "exchange.cuh"
@@ -92,6 +98,17 @@ struct phase_marker {
     }
   }
 };
+
+// The fault a test set for `rank` through the loopback transport's hook
+// (loopback.cuh); none with any other transport.
+template <class Transport>
+fault_at injected_fault_of([[maybe_unused]] const Transport& t, [[maybe_unused]] int rank) {
+  if constexpr (std::is_same_v<Transport, loopback_transport>) {
+    return t.fail.rank == rank ? t.fail.at : fault_at::none;
+  } else {
+    return fault_at::none;
+  }
+}
 
 // One rank in all: the single-GPU sort, nothing to exchange.
 template <bool WithValues, class K, class V, class Transport, class Comp>
@@ -249,21 +266,65 @@ void early_round(Transport& t, std::vector<rank_state<K, V>>& st, const header* 
   send_early<WithValues>(t, st, all, e, streams, scope, algorithm);
 }
 
+// The end of step 5: two words a rank all-reduced behind its merges, 1 and
+// its rank where they failed to queue (else 0 and 0), so that every rank
+// knows who failed, and copied to done (2 a local rank) on the host.
+template <class K, class V, class Transport>
+void close_merges(Transport& t, std::vector<rank_state<K, V>>& st, unsigned long long* done, device_scope& scope,
+                  const char* algorithm) {
+  std::vector<const unsigned long long*> send;
+  std::vector<unsigned long long*> recv;
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    rank_state<K, V>& s = st[i];
+    scope.set(s.device, algorithm);
+    if (s.error) {  // (done is the host's copy of the words: read before they land there)
+      done[2 * i] = 1;
+      done[2 * i + 1] = static_cast<unsigned long long>(s.rank);
+      check_cuda(cudaMemcpyAsync(s.done_send, done + 2 * i, 2 * sizeof(unsigned long long), cudaMemcpyHostToDevice,
+                                 s.stream),
+                 algorithm, "cudaMemcpyAsync (done words)");
+    }
+    send.push_back(s.done_send);
+    recv.push_back(s.done_all);
+  }
+  t.allreduce_sum(send, recv, 2);
+  for (std::size_t i = 0; i < st.size(); ++i) {
+    scope.set(st[i].device, algorithm);
+    check_cuda(cudaMemcpyAsync(done + 2 * i, st[i].done_all, 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+                               st[i].stream),
+               algorithm, "cudaMemcpyAsync (done words)");
+  }
+}
+
+// The check every rank makes alike on the words close_merges brought (the
+// same on every rank): a local rank whose merges failed throws its own
+// exception (its rank named), the others an error that names it.
+template <class K, class V>
+void check_merges(const std::vector<rank_state<K, V>>& st, const unsigned long long* done, int world,
+                  const char* algorithm) {
+  rethrow_local_failure(st, world, algorithm);
+  if (done[0] == 0) return;
+  const std::string who =
+      done[0] == 1 ? "rank " + std::to_string(done[1]) : std::to_string(done[0]) + " ranks";
+  throw std::runtime_error(std::string("libmerge::") + algorithm + ": " + who +
+                           " failed queuing the merge of the received pieces (its exception says why); every "
+                           "rank's shard holds its own elements again, sorted");
+}
+
 // 4. The exchange, a round a chunk on each rank's exchange stream, and 5.
 // the merge of each chunk on the rank's stream once it has arrived: chunk c
-// merges while chunk c + 1 travels. Then every rank past its merges, or
-// none returns: a word all-reduced behind them. A rank whose merge fails to
-// queue (its temporary storage) throws and restores its own elements
-// (restore_shard); without this its peers, done already, would keep results
-// that hold some of its elements, while it holds them too. With it they
-// wait here for the failed rank, fail (its abort, or their deadline) and
-// restore theirs from their runs, which the merges only read. (About 20 us;
-// where one thread drives every rank, sort_shards' catch restores them all
-// anyway.) Then the wait for the end (wait 3).
+// merges while chunk c + 1 travels. A rank whose merge fails to queue for
+// want of memory (its temporary storage) keeps the error, queues no more
+// merges and goes on exchanging (any other error aborts, as before); then every rank past its merges, or none returns: the words
+// close_merges all-reduces behind them. Without them its peers, done
+// already, would keep results that hold some of its elements, while it
+// holds them too; with them every rank throws (check_merges, after this)
+// and restores its own elements from its runs (restore_shard), which the
+// merges only read. (About 20 us.) Then the wait for the end (wait 3).
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
                         const call_plan& plan, const early_cuts& e, Comp comp, device_scope& scope,
-                        const phase_marker<Transport>& mark, const char* algorithm) {
+                        const phase_marker<Transport>& mark, unsigned long long* done, const char* algorithm) {
   std::vector<piece_plan> pp;
   std::vector<cudaStream_t> exchange_streams;
   for (rank_state<K, V>& s : st) {
@@ -278,17 +339,19 @@ void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const h
     exchange_pieces<WithValues>(t, st, all, m, pp, e, c);
     if (c + 1 == plan.chunks) mark(3, &exchange_streams);
     for (std::size_t i = 0; i < st.size(); ++i) {
+      if (st[i].error) continue;
       scope.set(st[i].device, algorithm);
-      merge_pieces<WithValues>(st[i], plan, pp[i], c, comp, algorithm);
+      try {
+        merge_pieces<WithValues>(st[i], plan, pp[i], c, comp, algorithm);
+      } catch (const cuda_error& e) {  // (any other failure aborts: collective)
+        if (e.code() != cudaErrorMemoryAllocation) throw;
+        st[i].error = std::current_exception();
+      } catch (const std::bad_alloc&) {
+        st[i].error = std::current_exception();
+      }
     }
   }
-  std::vector<const unsigned long long*> done_send;
-  std::vector<unsigned long long*> done_all;
-  for (rank_state<K, V>& s : st) {
-    done_send.push_back(s.done_send);
-    done_all.push_back(s.done_all);
-  }
-  t.allreduce_sum(done_send, done_all, 1);
+  close_merges(t, st, done, scope, algorithm);
   mark(4);
   t.wait_all();
 }
@@ -314,17 +377,20 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   const std::size_t early_words = splitter_buffers<K>::record_words(1, world, 1);
   const std::size_t L = static_cast<std::size_t>(local), W = static_cast<std::size_t>(world);
   const std::size_t cuts_at = L * sizeof(header) + L * W * sizeof(header);
-  host_staging staging(cuts_at + L * W * (words + early_words) * sizeof(long long));
+  const std::size_t done_at = cuts_at + L * W * (words + early_words) * sizeof(long long);
+  host_staging staging(done_at + L * 2 * sizeof(unsigned long long));
   const host_view h{reinterpret_cast<header*>(staging.data()),
                     reinterpret_cast<header*>(staging.data() + L * sizeof(header)),
                     reinterpret_cast<long long*>(staging.data() + cuts_at),
-                    reinterpret_cast<long long*>(staging.data() + cuts_at + L * W * words * sizeof(long long))};
+                    reinterpret_cast<long long*>(staging.data() + cuts_at + L * W * words * sizeof(long long)),
+                    reinterpret_cast<unsigned long long*>(staging.data() + done_at)};
   std::vector<rank_state<K, V>> st(L);
   for (std::size_t i = 0; i < L; ++i) {
     rank_state<K, V>& s = st[i];
     s.device = t.local(static_cast<int>(i)).device;
     s.rank = t.local(static_cast<int>(i)).rank;
     s.stream = t.local(static_cast<int>(i)).stream;
+    s.fault = injected_fault_of(t, s.rank);
     const shard_view<K, V>* shard = i < shards.size() && shards.size() == L ? &shards[i] : nullptr;
     prepare_rank<WithValues, K, V, Comp>(s, shard, h.send[i], world, algorithm);
   }
@@ -364,7 +430,8 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     });
     check_cuts(st, all, m, algorithm);
     mark(2);
-    collective([&] { exchange_and_merge<WithValues>(t, st, all, m, plan, e, comp, scope, mark, algorithm); });
+    collective([&] { exchange_and_merge<WithValues>(t, st, all, m, plan, e, comp, scope, mark, h.done, algorithm); });
+    check_merges(st, h.done, world, algorithm);
   } catch (...) {
     for (rank_state<K, V>& s : st) restore_shard<WithValues>(s, comp);
     throw;

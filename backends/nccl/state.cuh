@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -131,6 +132,40 @@ inline wire_piece wire(long long a, long long b, std::size_t size, long long n) 
   return w;
 }
 
+// A fail point of the test hook (loopback.cuh's fault_at): where `set` is
+// `here`, the CUDA error of an allocation that failed. (A compare otherwise.)
+inline void fail_point(fault_at set, fault_at here, const char* algorithm) {
+  if (set != fault_at::none && set == here) {
+    throw cuda_error(cudaErrorMemoryAllocation, algorithm, "allocating temporary storage (a failure a test injected)");
+  }
+}
+
+// A rank's own failure, with its rank named where it was not (one thread
+// may drive several ranks): a CUDA error keeps its type and code, an invalid
+// argument its type; NCCL errors (which name it) and others go as they are.
+class rank_cuda_error : public cuda_error {
+ public:
+  rank_cuda_error(const cuda_error& e, const std::string& message)
+      : cuda_error(preformatted{}, e.code(), e.algorithm(), message) {}
+};
+inline std::string naming_rank(const char* what, int rank, int world, const char* algorithm) {
+  const std::string prefix = std::string("libmerge::") + algorithm + ": ";
+  std::string rest(what);
+  if (rest.compare(0, prefix.size(), prefix) == 0) rest.erase(0, prefix.size());
+  return prefix + "rank " + std::to_string(rank) + " of " + std::to_string(world) + ": " + rest;
+}
+[[noreturn]] inline void rethrow_naming(const std::exception_ptr& error, int rank, int world, const char* algorithm) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const nccl_error&) {
+    throw;
+  } catch (const cuda_error& e) {
+    throw rank_cuda_error(e, naming_rank(e.what(), rank, world, algorithm));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(naming_rank(e.what(), rank, world, algorithm));
+  }
+}
+
 // Every local rank's part of a call.
 template <class K, class V>
 struct rank_state {
@@ -139,10 +174,12 @@ struct rank_state {
   cudaStream_t stream = nullptr;
   shard_view<K, V> shard{};
   std::exception_ptr error;  // what failed on this rank (reported to the others)
+  fault_at fault = fault_at::none;  // the test hook's (loopback.cuh), else none
   std::optional<cuda_backend::temporary_storage<cuda::pool_allocator>> small, big;
   header* header_send = nullptr;
   header* header_all = nullptr;
-  // A word each rank all-reduces behind its merges (sort_shards, step 5).
+  // Two words each rank all-reduces behind its merges (exchange_and_merge):
+  // 1 and its rank where its merges failed to queue, else 0 and 0.
   unsigned long long* done_send = nullptr;
   unsigned long long* done_all = nullptr;
   splitter_buffers<K> search;
@@ -166,8 +203,8 @@ struct rank_state {
   bool first_sorted = false;
   std::vector<long long> mirror;
   long long slots = 0;  // where the second runs' pieces start (layout_early)
-  // A stream of the rank's device (for a rank whose own stream is of another
-  // device: it still reports to the others).
+  // A stream of the rank's device, made only for a rank whose own stream is
+  // of another device (it still reports to the others on it).
   cudaStream_t side = nullptr;
   // The exchange's stream (of the device's highest priority) and its events:
   // [0] the runs are ready (on `stream`), [1 + c] chunk c has arrived; with

@@ -258,8 +258,9 @@ class nccl_transport {
 
   // Aborts this process's communicators once: their peers' pending
   // operations fail instead of waiting for ranks that will not come. Called
-  // when a rank fails with collectives outstanding; the communicators are
-  // unusable afterwards.
+  // when a rank fails with collectives outstanding. ncclCommAbort frees a
+  // communicator: the caller's handle is dangling afterwards (neither
+  // ncclCommDestroy nor ncclCommAbort it again; make a new one).
   void abort_all() noexcept {
     if (aborted_) return;
     aborted_ = true;
@@ -280,7 +281,7 @@ class nccl_transport {
                          (world_ > 0 ? " of " + std::to_string(world_) : std::string()) + " waited " +
                          std::to_string(timeout_s_) +
                          " s for the other ranks (did every rank call " + algorithm_ +
-                         "?); the communicator was aborted");
+                         "?); the communicator was aborted (and freed: make a new one)");
   }
 
   // A failed or aborted peer, as NCCL reports it on this communicator.
@@ -296,7 +297,7 @@ class nccl_transport {
       throw nccl_error(async, algorithm_,
                        std::string("libmerge::") + algorithm_ + ": rank " + std::to_string(m.rank) +
                            ": an NCCL operation failed (another rank failed or aborted?): " +
-                           ncclGetErrorString(async) + "; the communicator was aborted");
+                           ncclGetErrorString(async) + "; the communicator was aborted (and freed: make a new one)");
     }
   }
 
@@ -328,12 +329,16 @@ class nccl_transport {
     try {
       f();
     } catch (...) {
+      watch_->enter_wait();
       ncclGroupEnd();
+      watch_->leave_wait();
       if (watch_->fired()) throw_timeout(members_.front());
       abort_all();
       throw;
     }
+    watch_->enter_wait();
     const ncclResult_t r = ncclGroupEnd();
+    watch_->leave_wait();
     if (watch_->fired()) throw_timeout(members_.front());
     if (r != ncclSuccess && r != ncclInProgress) {
       for (const member& m : members_) check_async(m);  // a peer's failure names itself

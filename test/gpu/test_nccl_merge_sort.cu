@@ -11,12 +11,19 @@
 //    lm::greater<>, shards off 16-byte boundaries, a comparator that is no
 //    strict weak ordering, a host pointer on one rank, more than 2^31
 //    elements in all, two ranks large enough that each local sort leaves
-//    two runs, and the exchange in 2 to 8 rounds (chunks).
+//    two runs (each rank exactly its slice of a reference sort), and the
+//    exchange in 2 to 8 rounds (chunks);
+//  - one rank failing at each allocation after the header exchange begins
+//    (the loopback transport's test hook): the call throws at once, naming
+//    the rank and the algorithm, every shard as it was or its own elements
+//    sorted, as the docs say; values and comparators of other types on one
+//    rank caught by the headers' check.
 // Several GPUs through NCCL: test_nccl_multigpu.cu.
 #define BOOST_TEST_MODULE nccl_merge_sort
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <numeric>
 #include <random>
@@ -25,6 +32,7 @@
 #include <vector>
 
 #include <thrust/device_vector.h>
+#include <thrust/equal.h>
 #include <thrust/execution_policy.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
@@ -460,12 +468,28 @@ struct key_of {
 struct hash_of {
   __host__ __device__ std::uint64_t operator()(int k) const { return mix()(k); }
 };
+
+// What the docs say rank r holds after a sort of key_of(0 .. total): global
+// positions [G_r, G_r + n_r) of the sorted keys (thrust::sort of all of them
+// on this GPU, the reference).
+void check_slices(const std::vector<thrust::device_vector<int>>& keys, long long total) {
+  thrust::device_vector<int> want(static_cast<std::size_t>(total));
+  thrust::transform(thrust::counting_iterator<long long>(0), thrust::counting_iterator<long long>(total), want.begin(),
+                    key_of());
+  thrust::sort(want.begin(), want.end());
+  long long at = 0;
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    BOOST_CHECK_MESSAGE(thrust::equal(keys[r].begin(), keys[r].end(), want.begin() + at),
+                        "rank " << r << " holds other keys than positions " << at << ".. of the sorted order");
+    at += static_cast<long long>(keys[r].size());
+  }
+}
 }  // namespace
 
 // More than 2^31 keys in all over three loopback ranks (global positions and
-// counts beyond 2^31): every shard sorted, the ranks in order at their
-// borders, lengths kept, and the same multiset of keys (sum of a hash of each
-// key).
+// counts beyond 2^31): each rank holds exactly its slice of the global
+// sorted order (check_slices), every shard sorted, the ranks in order at
+// their borders, and the same multiset of keys (sum of a hash of each key).
 BOOST_AUTO_TEST_CASE(loopback_beyond_2_31_elements) {
   if (quick()) return;
   const std::vector<long long> n = {(1LL << 30) + 12345, (1LL << 30) + 1000, (1LL << 30) - 77};
@@ -489,10 +513,10 @@ BOOST_AUTO_TEST_CASE(loopback_beyond_2_31_elements) {
   nb::loopback_transport t(st.s, "merge_sort");
   nb::sort_shards<false>(t, views, lm::less<>(), "merge_sort");
   for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  check_slices(keys, base);
   std::uint64_t after = 0;
   for (int r = 0; r < k; ++r) {
     auto& d = keys[static_cast<std::size_t>(r)];
-    BOOST_CHECK_EQUAL(static_cast<long long>(d.size()), n[static_cast<std::size_t>(r)]);
     BOOST_CHECK(thrust::is_sorted(d.begin(), d.end()));
     after += thrust::transform_reduce(d.begin(), d.end(), hash_of(), std::uint64_t(0), thrust::plus<std::uint64_t>());
     if (r > 0) BOOST_CHECK(int(keys[static_cast<std::size_t>(r) - 1].back()) <= int(d.front()));
@@ -515,6 +539,25 @@ struct key_value_less {
 struct few_keys {
   __host__ __device__ int operator()(long long i) const { return static_cast<int>(mix()(i) % 1000); }
 };
+
+// check_slices for pairs (few_keys(i), i) of i = 0 .. total: rank r's
+// (key, value) pairs are positions [G_r, G_r + n_r) of their stable sort by
+// key (thrust::stable_sort_by_key, the reference).
+void check_pair_slices(const std::vector<thrust::device_vector<int>>& keys,
+                       const std::vector<thrust::device_vector<int>>& vals, long long total) {
+  thrust::device_vector<int> want_k(static_cast<std::size_t>(total)), want_v(static_cast<std::size_t>(total));
+  thrust::transform(thrust::counting_iterator<long long>(0), thrust::counting_iterator<long long>(total),
+                    want_k.begin(), few_keys());
+  thrust::sequence(want_v.begin(), want_v.end(), 0);
+  thrust::stable_sort_by_key(want_k.begin(), want_k.end(), want_v.begin());
+  long long at = 0;
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    const bool same = thrust::equal(keys[r].begin(), keys[r].end(), want_k.begin() + at) &&
+                      thrust::equal(vals[r].begin(), vals[r].end(), want_v.begin() + at);
+    BOOST_CHECK_MESSAGE(same, "rank " << r << " holds other pairs than positions " << at << ".. of the stable order");
+    at += static_cast<long long>(keys[r].size());
+  }
+}
 }  // namespace
 
 // Two ranks with shards large enough for the separate-kernel sort: each
@@ -570,11 +613,15 @@ BOOST_AUTO_TEST_CASE(loopback_two_runs_a_rank) {
       nb::sort_shards<false>(t, views, lm::less<>(), "merge_sort");
     }
     for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    if (pairs) {
+      check_pair_slices(keys, vals, base);
+    } else {
+      check_slices(keys, base);
+    }
     std::uint64_t after = 0;
     for (int r = 0; r < k; ++r) {
       BOOST_TEST_CONTEXT((pairs ? "pairs" : "keys") << ", rank " << r) {
         auto& d = keys[static_cast<std::size_t>(r)];
-        BOOST_CHECK_EQUAL(static_cast<long long>(d.size()), n[static_cast<std::size_t>(r)]);
         if (pairs) {
           auto& v = vals[static_cast<std::size_t>(r)];
           auto z = thrust::make_zip_iterator(thrust::make_tuple(d.begin(), v.begin()));
@@ -659,4 +706,188 @@ BOOST_AUTO_TEST_CASE(loopback_early_round) {
   }
   check_loopback(keys, lm::less<>(), false, 0, 2, 0, 1);
   check_loopback(keys, lm::less<>(), false, 1, 0, 0, -1);
+}
+
+namespace {
+
+const char* step_name(nb::fault_at at) {
+  switch (at) {
+    case nb::fault_at::small: return "the protocol's buffers";
+    case nb::fault_at::big: return "the exchange's buffer";
+    case nb::fault_at::local_sort: return "the local sort's temporary storage";
+    case nb::fault_at::merge: return "the merge's temporary storage";
+    default: return "none";
+  }
+}
+
+// What docs/multi-gpu-sort.md says rank r's shard holds after rank `failing`
+// failed at `at`: as it was where the failure came before the rank sorted
+// (every rank before the headers' check; the failing rank itself in its
+// buffers or local sort), else its own pairs, sorted by key, stable (each
+// rank restores them from its runs).
+bool left_as_it_was(nb::fault_at at, int r, int failing) {
+  return at == nb::fault_at::small || (r == failing && (at == nb::fault_at::big || at == nb::fault_at::local_sort));
+}
+
+// Rank `failing` of k fails at `at` (the loopback transport's test hook),
+// on random pairs (values = rank << 32 | position) or keys alone: the call
+// throws the failing rank's own CUDA error (an allocation's), its message
+// naming the rank and the algorithm, well within the time a call may take;
+// afterwards every shard holds what left_as_it_was says, and the GPU is
+// left without errors.
+void check_failure(int k, int failing, nb::fault_at at, std::size_t n, int chunks, int early, bool with_values) {
+  std::mt19937_64 g(static_cast<std::uint64_t>(100 * k + failing));
+  streams st(k);
+  std::vector<std::vector<int>> in;
+  std::vector<thrust::device_vector<int>> keys;
+  std::vector<thrust::device_vector<std::uint64_t>> vals;
+  keys.reserve(static_cast<std::size_t>(k));
+  vals.reserve(static_cast<std::size_t>(k));
+  std::vector<nb::shard_view<int, std::uint64_t>> pair_views;
+  std::vector<nb::shard_view<int, char>> key_views;
+  for (int r = 0; r < k; ++r) {
+    in.push_back(random_keys<int>(g, n + static_cast<std::size_t>(r) * 11, 1000));
+    std::vector<std::uint64_t> v(in.back().size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = (std::uint64_t(r) << 32) | i;
+    keys.push_back(to_device(in.back()));
+    vals.push_back(to_device(v));
+    int* kp = thrust::raw_pointer_cast(keys.back().data());
+    pair_views.push_back({kp, thrust::raw_pointer_cast(vals.back().data()), static_cast<lm::index_t>(v.size())});
+    key_views.push_back({kp, nullptr, static_cast<lm::index_t>(v.size())});
+  }
+  const char* algorithm = with_values ? "merge_sort_by_key" : "merge_sort";
+  nb::loopback_transport t(st.s, algorithm);
+  t.fail = nb::injected_fault{failing, at};
+  std::string what;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    if (with_values) {
+      nb::sort_shards<true>(t, pair_views, lm::less<>(), algorithm, nullptr, nb::exchange_options{chunks, 0, early});
+    } else {
+      nb::sort_shards<false>(t, key_views, lm::less<>(), algorithm, nullptr, nb::exchange_options{chunks, 0, early});
+    }
+  } catch (const lm::cuda_error& e) {
+    what = e.what();
+    BOOST_CHECK_EQUAL(e.code(), cudaErrorMemoryAllocation);
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  BOOST_TEST_MESSAGE(step_name(at) << ", rank " << failing << " of " << k << ", " << took << " s: " << what);
+  BOOST_REQUIRE_MESSAGE(!what.empty(), "the call returned");
+  const std::string named = std::string("libmerge::") + algorithm + ": rank " + std::to_string(failing) + " of " +
+                            std::to_string(k) + ": ";
+  BOOST_CHECK_MESSAGE(what.rfind(named, 0) == 0 && what.find("injected") != std::string::npos, what);
+  BOOST_CHECK_LT(took, 30.0);  // (no deadline in the loopback: nothing may wait for one)
+  for (auto s : st.s) BOOST_REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  BOOST_REQUIRE(cudaGetLastError() == cudaSuccess);
+  for (int r = 0; r < k; ++r) {
+    std::vector<std::pair<int, std::uint64_t>> want;
+    for (std::size_t i = 0; i < in[static_cast<std::size_t>(r)].size(); ++i) {
+      want.push_back({in[static_cast<std::size_t>(r)][i], (std::uint64_t(r) << 32) | i});
+    }
+    if (!left_as_it_was(at, r, failing)) {
+      std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    }
+    const auto hk = to_host(keys[static_cast<std::size_t>(r)]);
+    const auto hv = to_host(vals[static_cast<std::size_t>(r)]);
+    bool same = hk.size() == want.size();
+    for (std::size_t i = 0; same && i < want.size(); ++i) {
+      same = hk[i] == want[i].first && (!with_values || hv[i] == want[i].second);
+    }
+    BOOST_CHECK_MESSAGE(same, step_name(at) << ": rank " << r << " holds other data than "
+                                            << (left_as_it_was(at, r, failing) ? "its shard as it was" : "its own, sorted"));
+  }
+}
+
+}  // namespace
+
+// A failure on one rank at each allocation of the call, through the
+// loopback transport's test hook: the protocol's buffers beside the
+// headers' (reported in the rank's header: nothing sorted anywhere), the
+// exchange's buffer and the local sort's temporary storage (reported
+// beside the cuts: nothing exchanged), the last chunk's merge (reported in
+// the words behind the merges, after earlier chunks' merges wrote shards).
+// 2 ranks (two runs a rank; with and without the early round), 3 (one
+// 4-way merge), 5 (a tree of merges); the first and the last rank failing;
+// the exchange in 1 and 3 rounds; keys alone. (test_nccl_multigpu has the
+// peers' side: their messages name the failing rank.)
+BOOST_AUTO_TEST_CASE(loopback_a_rank_that_fails_after_the_headers) {
+  const nb::fault_at steps[] = {nb::fault_at::small, nb::fault_at::big, nb::fault_at::local_sort,
+                                nb::fault_at::merge};
+  for (int k : {2, 3, 5}) {
+    for (nb::fault_at at : steps) {
+      for (int failing : {0, k - 1}) {
+        for (int chunks : {1, 3}) {
+          BOOST_TEST_CONTEXT(step_name(at) << ", rank " << failing << " of " << k << ", " << chunks << " rounds") {
+            check_failure(k, failing, at, 20011, chunks, 0, true);
+          }
+        }
+      }
+    }
+  }
+  const std::size_t n = quick() ? 70001 : 300007;  // (two runs a rank: loopback_early_round)
+  for (nb::fault_at at : steps) {
+    BOOST_TEST_CONTEXT(step_name(at) << ", the early round") { check_failure(2, 1, at, n, 2, 1, true); }
+    BOOST_TEST_CONTEXT(step_name(at) << ", keys alone") { check_failure(3, 1, at, 5003, 2, 0, false); }
+  }
+}
+
+namespace {
+// A rank's header as prepare_rank fills it for these types (an empty shard).
+template <bool WithValues, class K, class V, class Comp>
+nb::header header_for(cudaStream_t stream, int world) {
+  nb::rank_state<K, V> s;
+  s.stream = stream;
+  nb::header h{};
+  const nb::shard_view<K, V> empty{nullptr, nullptr, 0};
+  nb::prepare_rank<WithValues, K, V, Comp>(s, &empty, h, world, "merge_sort_by_key");
+  BOOST_REQUIRE(!s.error);
+  return h;
+}
+}  // namespace
+
+// Values and comparators of other types on one rank (keys: test_nccl_multigpu
+// and here): each rank's header carries its types' codes (prepare_rank), and
+// check_headers, which every rank runs on the same headers before any rank
+// sorts, throws std::invalid_argument naming the rank and the algorithm. One
+// process of loopback ranks passes one type for all, so the headers come
+// from prepare_rank for each type and go to check_headers as the
+// all-gather would; test_nccl_multigpu runs the whole call on several GPUs.
+BOOST_AUTO_TEST_CASE(types_that_differ_across_ranks_are_caught_by_the_headers) {
+  streams st(1);
+  const cudaStream_t q = st.s[0];
+  using u64 = std::uint64_t;
+  // (Types this file sorts already: no instantiation of its own.)
+  const nb::header pairs = header_for<true, int, u64, lm::less<>>(q, 3);
+  const nb::header keys = header_for<false, int, char, lm::less<>>(q, 3);
+  struct mismatch {
+    nb::header rank0, rank2;
+    const char* says;  // null: the same types
+  };
+  const mismatch cases[] = {
+      {pairs, header_for<true, int, u64, lm::less<>>(q, 3), nullptr},
+      {keys, header_for<false, int, char, lm::less<>>(q, 3), nullptr},
+      {pairs, header_for<true, unsigned, u64, lm::less<>>(q, 3), "keys of another type"},
+      {header_for<true, long long, u64, lm::less<>>(q, 3), header_for<true, double, u64, lm::less<>>(q, 3),
+       "keys of another type"},  // (the same size)
+      {pairs, header_for<true, int, int, lm::less<>>(q, 3), "values of another type"},
+      {pairs, keys, "values of another type"},  // (keys alone)
+      {keys, pairs, "values of another type"},
+      {pairs, header_for<true, int, u64, lm::greater<>>(q, 3), "a comparator of another type"},
+      {keys, header_for<false, int, char, coin>(q, 3), "a comparator of another type"},
+  };
+  const std::vector<nb::rank_state<int, u64>> none;  // (no local rank failed)
+  for (const mismatch& c : cases) {
+    const nb::header all[] = {c.rank0, c.rank0, c.rank2};
+    if (c.says == nullptr) {
+      BOOST_CHECK_NO_THROW(nb::check_headers(none, all, 3, "merge_sort_by_key"));
+      continue;
+    }
+    BOOST_CHECK_EXCEPTION(nb::check_headers(none, all, 3, "merge_sort_by_key"), std::invalid_argument,
+                          [&](const std::invalid_argument& e) {
+                            BOOST_TEST_MESSAGE(e.what());
+                            const std::string w = e.what();
+                            return w.rfind("libmerge::merge_sort_by_key: rank 2 passed ", 0) == 0 &&
+                                   w.find(c.says) != std::string::npos;
+                          });
+  }
 }

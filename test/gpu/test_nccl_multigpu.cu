@@ -7,10 +7,12 @@
 //    matching slice of std::stable_sort of the gathered data;
 //  - one thread per GPU with lm::nccl::par(comm, stream), the launch style of
 //    one process per GPU, on blocking and on non-blocking communicators;
-//  - failures: key types that differ across ranks (every rank throws, nothing
-//    sorted); a rank that throws before the headers (its peers name it); a
-//    rank that never calls, on blocking and non-blocking communicators and
-//    through the all-GPUs helper (the others throw within their timeout,
+//  - failures: key, value or comparator types that differ across ranks
+//    (every rank throws, naming the rank, nothing sorted); a rank that
+//    throws before the headers, a host pointer or a stream of another
+//    device (its peers name it, at once); a rank that never calls, on
+//    blocking and non-blocking communicators and through the all-GPUs
+//    helper (the others throw within their timeout,
 //    naming themselves, never a hang: each such case runs under a hard
 //    process timeout of its own); a rank that calls late but within the
 //    timeout (the sort succeeds); a comparator that is no strict weak
@@ -394,6 +396,52 @@ BOOST_AUTO_TEST_CASE(keys_of_different_types_are_caught_on_every_rank_before_sor
   check_sort(w, in, true);
 }
 
+// Values or a comparator of another type on rank 1 (merge_sort_by_key of
+// int keys, std::uint64_t values and lm::less on the others): every rank
+// throws std::invalid_argument naming rank 1, the algorithm and what
+// differs, before any rank sorts (every shard as it was), and the
+// communicators still sort afterwards.
+BOOST_AUTO_TEST_CASE(values_or_comparators_of_different_types_are_caught_on_every_rank) {
+  const int k = gpus();
+  hard_timeout guard(120, "values_or_comparators_of_different_types_are_caught_on_every_rank");
+  world w(k);
+  std::vector<int> descending(1000);
+  for (int i = 0; i < 1000; ++i) descending[static_cast<std::size_t>(i)] = 1000 - i;
+  const std::vector<std::uint64_t> v64(1000, 5);
+  const std::vector<unsigned> v32(1000, 5);
+  for (bool values : {true, false}) {
+    std::vector<std::unique_ptr<on_device<int>>> keys;
+    std::vector<std::unique_ptr<on_device<std::uint64_t>>> vals;
+    std::vector<std::unique_ptr<on_device<unsigned>>> odd;
+    for (int r = 0; r < k; ++r) {
+      keys.push_back(std::make_unique<on_device<int>>(r, descending));
+      vals.push_back(std::make_unique<on_device<std::uint64_t>>(r, v64));
+      odd.push_back(std::make_unique<on_device<unsigned>>(r, v32));
+    }
+    const auto errors = on_every_rank(k, [&](int r) {
+      const auto p = lm::nccl::par(w.comms[static_cast<std::size_t>(r)], w.streams[static_cast<std::size_t>(r)]).timeout(60);
+      auto& d = *keys[static_cast<std::size_t>(r)];
+      if (r == 1 && values) {
+        lm::merge_sort_by_key(p, d.p, d.p + d.n, odd[static_cast<std::size_t>(r)]->p);
+      } else if (r == 1) {
+        lm::merge_sort_by_key(p, d.p, d.p + d.n, vals[static_cast<std::size_t>(r)]->p, lm::greater<>());
+      } else {
+        lm::merge_sort_by_key(p, d.p, d.p + d.n, vals[static_cast<std::size_t>(r)]->p);
+      }
+    });
+    const std::string says = values ? "rank 1 passed values of another type" : "rank 1 passed a comparator of another type";
+    for (int r = 0; r < k; ++r) {
+      const std::string& e = errors[static_cast<std::size_t>(r)];
+      BOOST_TEST_MESSAGE("rank " << r << ": " << e);
+      BOOST_CHECK_MESSAGE(e.rfind("libmerge::merge_sort_by_key: " + says, 0) == 0, "rank " << r << " got: " << e);
+      BOOST_CHECK(keys[static_cast<std::size_t>(r)]->host() == descending);
+      BOOST_CHECK(vals[static_cast<std::size_t>(r)]->host() == v64);
+    }
+  }
+  std::vector<std::vector<int>> in(static_cast<std::size_t>(k), descending);
+  check_sort(w, in, true);
+}
+
 BOOST_AUTO_TEST_CASE(a_rank_that_fails_before_the_headers_is_named_by_its_peers) {
   const int k = gpus();
   hard_timeout guard(120, "a_rank_that_fails_before_the_headers_is_named_by_its_peers");
@@ -410,14 +458,54 @@ BOOST_AUTO_TEST_CASE(a_rank_that_fails_before_the_headers_is_named_by_its_peers)
   for (int r = 0; r < k; ++r) {
     const std::string& e = errors[static_cast<std::size_t>(r)];
     BOOST_TEST_MESSAGE("rank " << r << ": " << e);
+    // Every message names the algorithm and the failing rank: its own error
+    // with its rank put in, its peers' an error that names it and quotes it.
     if (r == 1) {
-      BOOST_CHECK_MESSAGE(e.find("host memory") != std::string::npos, "rank 1 got: " << e);
+      BOOST_CHECK_MESSAGE(e.rfind("libmerge::merge_sort: rank 1 of " + std::to_string(k) + ": ", 0) == 0 &&
+                              e.find("host memory") != std::string::npos,
+                          "rank 1 got: " << e);
     } else {
-      BOOST_CHECK_MESSAGE(e.find("rank 1 failed") != std::string::npos && e.find("host memory") != std::string::npos,
+      BOOST_CHECK_MESSAGE(e.rfind("libmerge::merge_sort: rank 1 failed", 0) == 0 &&
+                              e.find("host memory") != std::string::npos,
                           "rank " << r << " got: " << e);
     }
     BOOST_CHECK(keys[static_cast<std::size_t>(r)]->host() == descending);  // nothing sorted, nothing lost
   }
+}
+
+// Rank 1 passes a stream of device 0 (its communicator's device is 1): it
+// reports that on a stream of its own device, made for it (the protocol's
+// only stream), so every rank throws at once, naming rank 1 and the
+// algorithm; nothing is sorted and the communicators still sort afterwards.
+BOOST_AUTO_TEST_CASE(a_stream_of_another_device_is_named_by_the_peers) {
+  const int k = gpus();
+  hard_timeout guard(120, "a_stream_of_another_device_is_named_by_the_peers");
+  world w(k);
+  std::vector<int> descending(1000);
+  for (int i = 0; i < 1000; ++i) descending[static_cast<std::size_t>(i)] = 1000 - i;
+  std::vector<std::unique_ptr<on_device<int>>> keys;
+  for (int r = 0; r < k; ++r) keys.push_back(std::make_unique<on_device<int>>(r, descending));
+  std::vector<double> took;
+  const auto errors = on_every_rank(
+      k,
+      [&](int r) {
+        const cudaStream_t s = w.streams[static_cast<std::size_t>(r == 1 ? 0 : r)];
+        auto& d = *keys[static_cast<std::size_t>(r)];
+        lm::merge_sort(lm::nccl::par(w.comms[static_cast<std::size_t>(r)], s).timeout(60), d.p, d.p + d.n);
+      },
+      nullptr, &took);
+  for (int r = 0; r < k; ++r) {
+    const std::string& e = errors[static_cast<std::size_t>(r)];
+    BOOST_TEST_MESSAGE("rank " << r << " after " << took[static_cast<std::size_t>(r)] << " s: " << e);
+    const std::string want = r == 1 ? "libmerge::merge_sort: rank 1 of " + std::to_string(k) + ": the stream is of device 0"
+                                    : std::string("libmerge::merge_sort: rank 1 failed");
+    BOOST_CHECK_MESSAGE(e.rfind(want, 0) == 0 && e.find("the stream is of device 0") != std::string::npos,
+                        "rank " << r << " got: " << e);
+    BOOST_CHECK_LT(took[static_cast<std::size_t>(r)], 30.0);  // at once, not at the 60 s deadline
+    BOOST_CHECK(keys[static_cast<std::size_t>(r)]->host() == descending);
+  }
+  std::vector<std::vector<int>> in(static_cast<std::size_t>(k), descending);
+  check_sort(w, in, true);
 }
 
 // Ranks 1.. call, rank 0 never does: every caller throws an nccl_error that
@@ -474,7 +562,8 @@ void never_calls(bool blocking, bool helper) {
     if (!helper) {
       BOOST_CHECK_MESSAGE(e.find("rank " + std::to_string(r) + " of") != std::string::npos, "rank " << r << ": " << e);
     }
-    BOOST_CHECK_MESSAGE(e.find("waited") != std::string::npos, "rank " << r << ": " << e);
+    BOOST_CHECK_MESSAGE(e.rfind("libmerge::merge_sort: ", 0) == 0 && e.find("waited") != std::string::npos,
+                        "rank " << r << ": " << e);
     BOOST_CHECK_MESSAGE(took[static_cast<std::size_t>(r)] < timeout + 30, "rank " << r << " took " << took[static_cast<std::size_t>(r)]);
   }
 }

@@ -19,6 +19,17 @@ using nb::nccl_transport;
 using nb::phase_marks;
 using nb::shard_view;
 using nb::sort_shards;
+// The loopback transport's test hook (`fail`): one rank fails at a step as
+// if its allocation there had, for the tests of failures after the headers.
+using nb::fault_at;
+using nb::injected_fault;
+// A rank's header as prepare_rank fills it for given types, and the check
+// every rank makes of all of them: the type mismatches that one process of
+// loopback ranks (one type for all) cannot pass.
+using nb::check_headers;
+using nb::header;
+using nb::prepare_rank;
+using nb::rank_state;
 }  // namespace nccl
 
 }  // namespace internals
