@@ -30,8 +30,11 @@
 
 #include <libmerge/libmerge.hpp>
 
+#include "bench_meta.hpp"
+
 #if LIBMERGE_HAS_CUDA
 #include <cub/device/device_merge.cuh>
+#include <thrust/version.h>
 #include "gpu_bench_support.cuh"
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
@@ -506,7 +509,15 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
 
 void write_json(const std::string& path, const std::string& device, double copy_gbs) {
   std::ofstream f(path);
-  f << "{\n  \"device\": \"" << json_escape(device) << "\",\n  \"copy_gbs\": " << copy_gbs << ",\n  \"results\": [\n";
+  f << "{\n  \"device\": \"" << json_escape(device) << "\",\n  \"copy_gbs\": " << copy_gbs;
+  // The run's date and the peers' versions (scripts/readme_tables.py names them).
+  f << ",\n  \"date\": \"" << bench_meta::iso_date() << "\",\n  \"cpu\": \"" << json_escape(bench_meta::cpu_model())
+    << "\",\n  \"compiler\": \"" << json_escape(bench_meta::compiler()) << "\"";
+#if LIBMERGE_HAS_CUDA
+  f << ",\n  \"cub_version\": \"" << bench_meta::cccl_version(CUB_VERSION) << "\",\n  \"thrust_version\": \""
+    << bench_meta::cccl_version(THRUST_VERSION) << "\",\n  \"allocator\": \"default (lm::cuda::pool_allocator)\"";
+#endif
+  f << ",\n  \"results\": [\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const result& r = results[i];
     f << "    {\"section\": \"" << r.section << "\", \"algorithm\": \"" << json_escape(r.algorithm) << "\", \"type\": \""

@@ -68,8 +68,10 @@
 #include <thrust/merge.h>
 #include <thrust/sort.h>
 #include <thrust/system/omp/execution_policy.h>
+#include <thrust/version.h>
 #endif
 
+#include "bench_meta.hpp"
 #include "bench_omp_common.hpp"
 
 namespace lm = libmerge;
@@ -531,13 +533,7 @@ void bench(const std::string& type, const point& p) {
 // ---------------------------------------------------------------------------
 // Reports
 
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "unknown CPU";
-}
+std::string cpu_model() { return bench_meta::cpu_model(); }
 
 std::string json_escape(const std::string& s) {
   std::string o;
@@ -638,7 +634,14 @@ void write_reports(const options& o, int t_max, long long n_ref, double seconds)
   std::ofstream json(o.out + "/omp-bench.json");
   json << "{\n  \"cpu\": \"" << json_escape(cpu_model()) << "\",\n  \"hardware_threads\": " << omp_get_num_procs()
        << ",\n  \"gpu\": \"" << json_escape(gpu_device) << "\",\n  \"reference_n\": " << n_ref
-       << ",\n  \"max_threads\": " << t_max << ",\n  \"results\": [\n";
+       << ",\n  \"max_threads\": " << t_max << ",\n  \"date\": \"" << bench_meta::iso_date()
+       << "\",\n  \"compiler\": \"" << json_escape(bench_meta::compiler()) << "\"";
+  // The peers' versions: __gnu_parallel is the compiler's libstdc++; Thrust's
+  // OpenMP system where it was built in (scripts/readme_tables.py names them).
+#if LIBMERGE_BENCH_THRUST
+  json << ",\n  \"thrust_version\": \"" << bench_meta::cccl_version(THRUST_VERSION) << "\"";
+#endif
+  json << ",\n  \"results\": [\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& m = results[i];
     json << "    {\"section\": \"" << m.section << "\", \"algorithm\": \"" << m.algorithm << "\", \"type\": \"" << m.type

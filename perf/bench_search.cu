@@ -88,6 +88,7 @@
 #include <thrust/mismatch.h>
 #include <thrust/sort.h>
 #include <thrust/transform.h>
+#include <thrust/version.h>
 
 #if defined(__has_include)
 #if __has_include(<cub/device/device_find.cuh>)
@@ -100,6 +101,7 @@
 
 #include <libmerge/libmerge.hpp>
 
+#include "bench_meta.hpp"
 #include "gpu_bench_support.cuh"
 #include <test/support/internals.cuh>
 
@@ -896,7 +898,11 @@ void write_json(const std::string& path, const std::string& device, double copy_
   std::ofstream f(path);
   f << "{\n  \"device\": \"" << json_escape(device) << "\",\n  \"copy_gbs\": " << copy_gbs
     << ",\n  \"mode\": \"" << (opt.sparse ? "sparse" : opt.tune ? "tune" : opt.quick ? "quick" : "full") << "\",\n  \"runs\": " << runs
-    << ",\n  \"spin_us\": " << opt.spin_us << ",\n  \"output_type\": \"uint32\",\n  \"cub_device_find\": "
+    << ",\n  \"spin_us\": " << opt.spin_us << ",\n  \"output_type\": \"uint32\""
+    // The run's date and the peers' versions (scripts/readme_tables.py names them).
+    << ",\n  \"date\": \"" << bench_meta::iso_date() << "\",\n  \"cub_version\": \""
+    << bench_meta::cccl_version(CUB_VERSION) << "\",\n  \"thrust_version\": \"" << bench_meta::cccl_version(THRUST_VERSION)
+    << "\",\n  \"allocator\": \"default (lm::cuda::pool_allocator)\",\n  \"cub_device_find\": "
     << (have_cub<cub_search::lower, std::int32_t> ? "true" : "false") << ",\n  \"cub_sorted_values\": "
     << (have_cub<cub_search::lower_sorted, std::int32_t> ? "true" : "false") << ",\n  \"results\": [\n";
   for (std::size_t i = 0; i < results.size(); ++i) {

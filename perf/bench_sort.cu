@@ -41,9 +41,11 @@
 #include <thrust/reverse.h>
 #include <thrust/sort.h>
 #include <thrust/transform.h>
+#include <thrust/version.h>
 
 #include <libmerge/libmerge.hpp>
 
+#include "bench_meta.hpp"
 #include "gpu_bench_support.cuh"
 
 namespace lm = libmerge;
@@ -429,7 +431,12 @@ void print_table(const std::string& device, double copy_gbs, int runs) {
 
 void write_json(const std::string& path, const std::string& device, double copy_gbs) {
   std::ofstream f(path);
-  f << "{\n  \"device\": \"" << device << "\",\n  \"copy_gbs\": " << copy_gbs << ",\n  \"results\": [\n";
+  // The run's date and the peers' versions (scripts/readme_tables.py names
+  // them); "lm" rows use the default allocator, "lm, caching allocator" an arena.
+  f << "{\n  \"device\": \"" << device << "\",\n  \"copy_gbs\": " << copy_gbs << ",\n  \"date\": \""
+    << bench_meta::iso_date() << "\",\n  \"cub_version\": \"" << bench_meta::cccl_version(CUB_VERSION)
+    << "\",\n  \"thrust_version\": \"" << bench_meta::cccl_version(THRUST_VERSION)
+    << "\",\n  \"allocator\": \"default (lm::cuda::pool_allocator)\",\n  \"results\": [\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const result& r = results[i];
     f << "    {\"type\": \"" << r.type << "\", \"shape\": \"" << r.shape << "\", \"impl\": \"" << r.impl
