@@ -88,6 +88,14 @@ inline bool is_capturing(cudaStream_t stream, const char* algorithm) {
   return capture != cudaStreamCaptureStatusNone;
 }
 
+// A call that must wait for its stream (to read an answer back to the host)
+// cannot be captured: refused before anything is queued, the capture intact.
+inline void refuse_capture(cudaStream_t stream, const char* algorithm, const char* why) {
+  if (is_capturing(stream, algorithm)) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + why);
+  }
+}
+
 // The current device's facts for a call on `stream`, which must belong to it:
 // the call's pointer checks and launches use the current device and its
 // temporary storage the stream's, so a stream of another device is an

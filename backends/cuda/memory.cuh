@@ -85,16 +85,6 @@ inline bool refuses_pool_creation(const char* setting) {
   return setting != nullptr && std::strcmp(setting, "create") == 0;
 }
 
-// libmerge's own stream-ordered memory pool, one per device and context, made
-// on first use. It differs from the device's default pool in two ways: no
-// reuse through internal dependencies (the default pool may hand a call on
-// stream 2 a block still pending free on stream 1 and make stream 2 wait for
-// stream 1, which would serialize independent streams), and the release
-// threshold above. A pool dies with its context: after
-// cudaDeviceReset the device's new context gets a new pool (a pool cached by
-// device alone was a dangling handle then). Null where the pool cannot be
-// made although the device reports pools (the caller falls back to
-// cudaMalloc, as on devices without pools).
 // Makes the calling thread's stream-capture mode relaxed while it lives.
 // Creating a pool and cudaMemGetInfo are "potentially unsafe" calls that a
 // global or thread-local capture refuses (and is invalidated by); they queue
@@ -111,6 +101,16 @@ class relaxed_capture_mode {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
+// libmerge's own stream-ordered memory pool, one per device and context, made
+// on first use. It differs from the device's default pool in two ways: no
+// reuse through internal dependencies (the default pool may hand a call on
+// stream 2 a block still pending free on stream 1 and make stream 2 wait for
+// stream 1, which would serialize independent streams), and the release
+// threshold above. A pool dies with its context: after
+// cudaDeviceReset the device's new context gets a new pool (a pool cached by
+// device alone was a dangling handle then). Null where the pool cannot be
+// made although the device reports pools (the caller falls back to
+// cudaMalloc, as on devices without pools).
 inline cudaMemPool_t memory_pool(int device) {
   relaxed_capture_mode relaxed;  // the first call may come inside a capture
   static std::mutex mutex;

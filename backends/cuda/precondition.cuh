@@ -84,18 +84,11 @@ struct breaks_ordering {
     return comparator_violation(first, n, j, c) != 0;
   }
 };
-}  // namespace cuda_backend
 
-namespace cuda_backend {
-// A checked call waits for its scan's answer, which a graph being captured
-// cannot give: refused before anything is queued.
-inline void refuse_capture(cudaStream_t stream, const char* algorithm) {
-  if (is_capturing(stream, algorithm)) {
-    throw std::invalid_argument(std::string("libmerge::") + algorithm +
-                                ": a checked call (.checked()) cannot be captured into a CUDA graph: it reads its "
-                                "checks' answer back to the host; capture the unchecked call");
-  }
-}
+// A checked call waits for its checks' answer, which a capture cannot give.
+inline constexpr const char* checked_capture_refusal =
+    "a checked call (.checked()) cannot be captured into a CUDA graph: it reads its checks' answer back to the host; "
+    "capture the unchecked call";
 }  // namespace cuda_backend
 
 template <>
@@ -107,7 +100,7 @@ struct backend_impl<algo::precondition, backend::cuda> {
                               const char* name) {
     using namespace cuda_backend;
     const cudaStream_t stream = policy.stream();
-    refuse_capture(stream, algorithm);
+    refuse_capture(stream, algorithm, checked_capture_refusal);
     const device_info& dev = current_device(algorithm, stream);
     const auto d = to_device(first, n, dev, algorithm, name);  // checked like the algorithm's own arguments
     temporary_storage<typename Policy::allocator_type> at(policy.allocator(), stream, sizeof(unsigned long long),
@@ -132,7 +125,7 @@ struct backend_impl<algo::precondition, backend::cuda> {
   static sample_violation bad_sample(const Policy& policy, It first, index_t n, Comp comp, const char* algorithm,
                                      const char* name) {
     using namespace cuda_backend;
-    refuse_capture(policy.stream(), algorithm);
+    refuse_capture(policy.stream(), algorithm, checked_capture_refusal);
     const auto d = to_device(first, n, current_device(algorithm, policy.stream()), algorithm, name);
     const index_t m = sample_count(n);
     const thrust::counting_iterator<index_t> samples(0);

@@ -422,12 +422,9 @@ struct backend_impl<algo::sorted_search, backend::cuda> {
       return sorted_search<Bounds, TypeA, TypeB, a_writes::search, counts_to::nowhere>(policy, a, na, b, nb, a_out,
                                                                                       b_out, nullptr, comp);
     } else {
-      // Returning the counts waits for the stream, which a capture cannot.
-      if (is_capturing(policy.stream(), "sorted_search")) {
-        throw std::invalid_argument(
-            "libmerge::sorted_search: the form that returns match_counts waits for its stream and cannot be "
-            "captured into a CUDA graph; pass a device match_counts* (counts_out) instead");
-      }
+      refuse_capture(policy.stream(), "sorted_search",
+                     "the form that returns match_counts waits for its stream and cannot be captured into a CUDA "
+                     "graph; pass a device match_counts* (counts_out) instead");
       return sorted_search<Bounds, TypeA, TypeB, a_writes::search, counts_to::caller>(policy, a, na, b, nb, a_out,
                                                                                    b_out, nullptr, comp);
     }
