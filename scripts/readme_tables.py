@@ -90,6 +90,11 @@ class TableError(Exception):
     pass
 
 
+def note_of(meta):
+    """A source line's closing '; note', when the JSON or its fallback has one."""
+    return f"; {meta['note']}" if meta.get("note") else ""
+
+
 def load(source, required, optional=("note",)):
     """A manifest entry's JSON, with the fields in `required` from the JSON
     itself or, for the exact file the manifest's fallback was written for,
@@ -170,10 +175,9 @@ def gpu_table(manifest):
                  "Sources:")
     for key in ["sort", "merge", "search"]:
         source, data, meta = sources[key]
-        note = f"; {meta['note']}" if meta.get("note") else ""
         lines.append(f"- {key} ({GPU_SIZE_NOTE[key]}): {data['device']}, {meta['date']}, "
                      f"CUB {meta['cub_version']} / Thrust {meta['thrust_version']}, libmerge's temporary storage from "
-                     f"{meta['allocator']}; `{source['bench']}`, {link(source['file'])}{note}")
+                     f"{meta['allocator']}; `{source['bench']}`, {link(source['file'])}{note_of(meta)}")
     return lines
 
 
@@ -198,10 +202,9 @@ def omp_table(manifest):
             label = f"`{peer}`" + (f" (Thrust {thrust})" if peer.startswith("thrust") and thrust else "")
             lines.append(f"| {call} | {ms(lm_ms)} | {label} | {ms(peer_ms)} | {ratio(peer_ms, lm_ms)} |")
     lines.append("")
-    note = f"; {meta['note']}" if meta.get("note") else ""
     lines.append(f"{data['cpu']}, {data['hardware_threads']} hardware threads, {meta['date']}, compiler "
                  f"{meta['compiler']} (`__gnu_parallel` is its libstdc++); merges and searches of two sorted halves "
-                 f"of n; `{source['bench']}`, {link(source['file'])}{note}")
+                 f"of n; `{source['bench']}`, {link(source['file'])}{note_of(meta)}")
     return lines
 
 
@@ -220,10 +223,9 @@ def serial_table(manifest):
         lines.append(f"| {call} | {ms(lm_ms)} | `{peer[0]['impl']}` | {ms(peer[0]['ms'])} | "
                      f"{ratio(peer[0]['ms'], lm_ms)} |")
     lines.append("")
-    note = f"; {meta['note']}" if meta.get("note") else ""
     lines.append(f"{meta['cpu']}, one thread, {meta['date']}, {meta['compiler']} (the `std::` peers are its "
                  f"libstdc++); merges and searches of two sorted halves of n; `{source['bench']}`, "
-                 f"{link(source['file'])}{note}")
+                 f"{link(source['file'])}{note_of(meta)}")
     return lines
 
 

@@ -171,24 +171,14 @@ void search_case(std::mt19937_64& g, const std::vector<T>& a, const std::vector<
   });
 }
 
-// Both bounds, and one of four pairs of search types that between them put
-// every type on each side.
+// Both bounds over one pair of search types (fuzz::with_search_pair), then
+// sorted_equality_count.
 template <class T, class Comp>
 void searches(std::mt19937_64& g, const std::vector<T>& a, const std::vector<T>& b, Comp comp, const std::string& w) {
-  using st = lm::search_type;
-  const int pair = static_cast<int>(g() % 4);
-  auto both = [&](auto ta, auto tb) {
+  fuzz::with_search_pair(g, [&](auto ta, auto tb) {
     search_case<lm::bounds::lower, decltype(ta)::value, decltype(tb)::value>(g, a, b, comp, w);
     search_case<lm::bounds::upper, decltype(ta)::value, decltype(tb)::value>(g, a, b, comp, w);
-  };
-  using c = std::integral_constant<st, st::none>;
-  using i = std::integral_constant<st, st::index>;
-  using m = std::integral_constant<st, st::match>;
-  using im = std::integral_constant<st, st::index_match>;
-  if (pair == 0) both(i{}, c{});
-  if (pair == 1) both(m{}, i{});
-  if (pair == 2) both(im{}, m{});
-  if (pair == 3) both(c{}, im{});
+  });
   std::vector<std::int64_t> want(a.size());
   for (std::size_t k = 0; k < a.size(); ++k) {
     want[k] = std::upper_bound(b.begin(), b.end(), a[k], comp) - std::lower_bound(b.begin(), b.end(), a[k], comp);

@@ -457,26 +457,15 @@ void search_one(std::mt19937_64& g, const std::vector<T>& a, const std::vector<T
                                       std::to_string(int(TA)) + ", " + std::to_string(int(TB)) + ">");
 }
 
-// Both bounds, one of four pairs of search types that between them put every
-// type on each side, and sorted_equality_count.
+// Both bounds over one pair of search types (fuzz::with_search_pair), then
+// sorted_equality_count.
 template <class T, class Comp>
 void search_case(std::mt19937_64& g, const std::vector<T>& a, const std::vector<T>& b, Comp comp,
                  const std::string& what) {
-  using st = lm::search_type;
-  auto both = [&](auto ta, auto tb) {
+  fuzz::with_search_pair(g, [&](auto ta, auto tb) {
     search_one<lm::bounds::lower, decltype(ta)::value, decltype(tb)::value>(g, a, b, comp, what);
     search_one<lm::bounds::upper, decltype(ta)::value, decltype(tb)::value>(g, a, b, comp, what);
-  };
-  using c = std::integral_constant<st, st::none>;
-  using i = std::integral_constant<st, st::index>;
-  using m = std::integral_constant<st, st::match>;
-  using im = std::integral_constant<st, st::index_match>;
-  switch (g() % 4) {
-    case 0: both(i{}, c{}); break;
-    case 1: both(m{}, i{}); break;
-    case 2: both(im{}, m{}); break;
-    default: both(c{}, im{}); break;
-  }
+  });
   std::vector<std::int64_t> want(a.size());
   lm::sorted_equality_count(lm::serial, a.begin(), a.end(), b.begin(), b.end(), want.begin(), comp);
   auto da = dev(a), db = dev(b);

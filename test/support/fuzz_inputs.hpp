@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <libmerge/functional.hpp>
+#include <libmerge/search_tags.hpp>
 
 namespace fuzz {
 
@@ -202,6 +203,24 @@ void with_seed(std::uint64_t seed, F&& f) {
     case 6: f(g, double{}, coarse_less_double(), what + " double coarse"); break;
     default:
       with_key_type(pick, [&](auto key, const char* name) { f(g, key, lm::less<>(), what + " " + name + " less"); });
+  }
+}
+
+// One of four pairs of search types (A's, B's) that between them put every
+// type on each side: calls f(ta, tb) with integral_constants of
+// lm::search_type. Both fuzzers draw their searches here.
+template <class F>
+void with_search_pair(std::mt19937_64& g, F&& f) {
+  using st = lm::search_type;
+  using none = std::integral_constant<st, st::none>;
+  using index = std::integral_constant<st, st::index>;
+  using match = std::integral_constant<st, st::match>;
+  using both = std::integral_constant<st, st::index_match>;
+  switch (g() % 4) {
+    case 0: f(index{}, none{}); break;
+    case 1: f(match{}, index{}); break;
+    case 2: f(both{}, match{}); break;
+    default: f(none{}, both{}); break;
   }
 }
 
