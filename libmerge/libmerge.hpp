@@ -1,4 +1,4 @@
-// libmerge: merge-based algorithms (merge sort, merge, sorted search) behind
+// libmerge: merge-based algorithms (merge sort, merge, k-way merge, sorted search) behind
 // execution policies. Include this one header.
 //
 //   g++ (no CUDA):  the serial backend, lm::serial.
@@ -11,6 +11,7 @@
 #include "functional.hpp"
 #include "merge.hpp"
 #include "merge_sort.hpp"
+#include "multiway_merge.hpp"
 #include "search_tags.hpp"
 #include "sorted_search.hpp"
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
@@ -41,6 +42,7 @@ namespace libmerge::detail::cuda_backend {
 // H200).
 template <class K, class V, bool WithValues, int NV, int StagedRanges = 0>
 struct merge_layout {
+  static constexpr bool with_values = WithValues;
   static constexpr std::size_t keys = 0;
   static constexpr std::size_t vals =
       StagedRanges > 0 ? bulk_ranges_bytes<K>(NV, StagedRanges)
@@ -399,6 +401,98 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   }
 }
 
+// lm::multiway_merge on the GPU, for now a tree of 2-way merges (merge
+// above): each level merges neighbouring runs (the lower as A: stable) and
+// passes an odd one on through a merge with nothing, alternating between two
+// scratch buffers so that the last level, always of two runs, writes the
+// output. log2(K) passes over the data; one k-way pass is the plan
+// (docs/architecture.md, Next).
+template <class It, bool = has_values<It>>
+struct run_value {
+  using type = unsigned char;  // keys only: no value is stored
+};
+template <class It>
+struct run_value<It, true> {
+  using type = value_of<It>;
+};
+
+// The runs and outputs of a k-way merge checked as merge checks its
+// arguments, under the names the caller knows (ranges[k], vals[k]).
+template <class Run, class KeysOut, class ValsOut>
+void check_runs_on_device(const std::vector<Run>& runs, index_t total, KeysOut keys_out, ValsOut vals_out,
+                          const device_info& dev, const char* algorithm) {
+  constexpr bool with_values = has_values<ValsOut>;
+  std::vector<std::string> names;
+  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("ranges[" + std::to_string(k) + "]");
+  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("vals[" + std::to_string(k) + "]");
+  std::vector<byte_range> inputs;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    inputs.push_back(range_of(names[k].c_str(), to_device(runs[k].first, runs[k].n, dev, algorithm, names[k].c_str()),
+                              runs[k].n));
+    if constexpr (with_values) {
+      const char* name = names[runs.size() + k].c_str();
+      inputs.push_back(range_of(name, to_device(runs[k].vals, runs[k].n, dev, algorithm, name), runs[k].n));
+    }
+  }
+  const byte_range outputs[2] = {
+      range_of(with_values ? "keys_out" : "out", to_device(keys_out, total, dev, algorithm, with_values ? "keys_out" : "out"),
+               total),
+      range_of("vals_out", to_device(vals_out, total, dev, algorithm, "vals_out"), total)};
+  check_disjoint(algorithm, outputs, with_values ? 2 : 1, inputs.data(), inputs.size());
+}
+
+template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
+void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t total, KeysOut keys_out,
+                    ValsOut vals_out, Comp comp) {
+  constexpr bool with_values = has_values<ValsOut>;
+  const char* algorithm = with_values ? "multiway_merge_by_key" : "multiway_merge";
+  const cudaStream_t stream = policy.stream();
+  const device_info& dev = current_device(algorithm, stream);
+  check_runs_on_device(runs, total, keys_out, vals_out, dev, algorithm);
+  using K = value_of<decltype(runs[0].first)>;
+  using V = typename run_value<decltype(runs[0].vals)>::type;
+  const auto vals = [](const auto& run) {
+    if constexpr (with_values) {
+      return run.vals;
+    } else {
+      return no_values{};
+    }
+  };
+  int levels = 0;
+  while ((std::size_t(1) << levels) < runs.size()) ++levels;
+  // Level l (from 1) writes buffer (levels - l - 1) % 2, the last the output.
+  const std::size_t key_bytes = align_up(sizeof(K) * static_cast<std::size_t>(total), 256);
+  const std::size_t bytes = key_bytes + (with_values ? align_up(sizeof(V) * static_cast<std::size_t>(total), 256) : 0);
+  std::optional<temporary_storage<typename Policy::allocator_type>> temp;
+  if (levels >= 2) temp.emplace(policy.allocator(), stream, (levels >= 3 ? 2 : 1) * bytes, algorithm);
+  auto merge_level = [&](const auto& from, int l) {
+    std::vector<sorted_run<K*, V*>> next;
+    index_t out = 0;
+    for (std::size_t i = 0; i < from.size(); i += 2) {
+      const auto& a = from[i];
+      const auto& b = from[i + 1 < from.size() ? i + 1 : i];
+      const index_t nb = i + 1 < from.size() ? b.n : 0;
+      if (l >= levels) {  // (levels == 0: one run, copied by a merge with nothing)
+        merge(policy, a.first, a.n, b.first, nb, vals(a), vals(b), keys_out, vals_out, comp);
+      } else {
+        unsigned char* to = temp->template as<unsigned char>() + ((levels - l - 1) % 2) * bytes;
+        K* k_to = reinterpret_cast<K*>(to) + out;
+        V* v_to = reinterpret_cast<V*>(to + key_bytes) + out;
+        if constexpr (with_values) {
+          merge(policy, a.first, a.n, b.first, nb, vals(a), vals(b), k_to, v_to, comp);
+        } else {
+          merge(policy, a.first, a.n, b.first, nb, vals(a), vals(b), k_to, no_values{}, comp);
+        }
+        next.push_back({k_to, a.n + nb, v_to});
+      }
+      out += a.n + nb;
+    }
+    return next;
+  };
+  auto level = merge_level(runs, 1);
+  for (int l = 2; l <= levels; ++l) level = merge_level(level, l);
+}
+
 }  // namespace libmerge::detail::cuda_backend
 
 namespace libmerge::detail {
@@ -410,6 +504,20 @@ struct backend_impl<algo::merge, backend::cuda> {
   template <class Policy, class... Args>
   static void run(const Policy& policy, Args... args) {
     cuda_backend::merge(policy, args...);
+  }
+};
+
+}  // namespace libmerge::detail
+
+namespace libmerge::detail {
+
+template <>
+struct backend_impl<algo::multiway_merge, backend::cuda> {
+  static constexpr bool available = true;
+
+  template <class Policy, class... Args>
+  static void run(const Policy& policy, Args... args) {
+    cuda_backend::multiway_merge(policy, args...);
   }
 };
 

@@ -3,11 +3,13 @@
 // in each run. The sort's passes (pass_partition.cuh, runs.cuh) and the
 // CPU tests of them (test_cuda_parts_on_host) call group_split and
 // halves_split; rank_in_run (bounds.hpp) is the probe of the other k-way
-// searches: the 4-way pass's sampled cuts and the sort across GPUs' splitters.
+// searches: the 4-way pass's sampled cuts, the sort across GPUs' splitters
+// and multiway_split (any number of runs, lm::multiway_merge).
 #pragma once
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/search_tags.hpp"
+#include "bounds.hpp"
 #include "merge_path.hpp"
 #include "search.hpp"
 
@@ -203,6 +205,51 @@ LIBMERGE_HOST_DEVICE run_split<Ways> group_split(const run_group<Ways, K>& g, in
     const run_half<Ways, K> h0{g.keys, g.len[0], g.keys + g.width, g.len[1]};
     const run_half<Ways, K> h1{g.keys + 2 * g.width, g.len[2], g.keys + 3 * g.width, g.len[3]};
     return halves_split(h0, h1, d, comp, samples);
+  }
+}
+
+// Where diagonal d of the stable merge of k sorted runs falls (ties go to the
+// lower run, then the earlier position): s[r] of run r's elements come
+// before it, runs[r].first[0, runs[r].n) being the run. lo and hi are
+// brackets the caller provides (k each; s is lo at the end) and count k
+// scratch slots. Each step takes the middle element x of the widest bracket
+// and counts, within every bracket, the elements before x (rank_in_run): a
+// total under d puts x among the first d, so every floor rises to its count,
+// else none after x is, so every ceiling falls to it. Counted within the
+// brackets the total is under d exactly when the true one is (each count is
+// clamped to a bracket that holds the answer), so a step costs k searches
+// over what is left, and at most k log2(n) steps end it (far fewer where the
+// runs interleave: every bracket narrows at each step).
+template <class Run, class Comp>
+LIBMERGE_HOST_DEVICE void multiway_split(const Run* runs, int k, index_t d, index_t* lo, index_t* hi, index_t* count,
+                                         Comp& comp) {
+  index_t total = 0;
+  for (int r = 0; r < k; ++r) total += runs[r].n;
+  for (int r = 0; r < k; ++r) {
+    const index_t others = total - runs[r].n;
+    lo[r] = d > others ? d - others : 0;
+    hi[r] = d < runs[r].n ? d : runs[r].n;
+  }
+  for (;;) {
+    int j = -1;
+    index_t widest = 0;
+    for (int r = 0; r < k; ++r) {
+      if (hi[r] - lo[r] > widest) {
+        widest = hi[r] - lo[r];
+        j = r;
+      }
+    }
+    if (j < 0) return;
+    const index_t m = lo[j] + widest / 2;
+    const auto x = runs[j].first[m];
+    index_t before = 0;
+    for (int r = 0; r < k; ++r) {
+      count[r] = r == j ? m : rank_in_run(runs[r].first, lo[r], hi[r], x, r < j, comp);
+      before += count[r];
+    }
+    const bool x_is_before = before < d;
+    for (int r = 0; r < k; ++r) (x_is_before ? lo[r] : hi[r]) = count[r];
+    if (x_is_before) lo[j] = m + 1;
   }
 }
 

@@ -13,6 +13,8 @@
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
+#include "../engine/multiway.hpp"
+#include "../serial/merge.hpp"
 #include "sequential.hpp"
 #include "team.hpp"
 
@@ -103,6 +105,36 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   });
 }
 
+// lm::multiway_merge: the output cut into one equal share per thread, as
+// merge cuts it; where each cut falls in every run is multiway_split
+// (engine/multiway.hpp), and each thread merges its pieces of the runs with
+// the serial backend's k-way merge.
+template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
+void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t total, KeysOut keys_out,
+                    ValsOut vals_out, Comp& comp) {
+  const std::size_t k = runs.size();
+  const int threads = packs_bits<KeysOut> || packs_bits<ValsOut> ? 1 : team_size(policy, total);
+  std::vector<index_t> cuts(static_cast<std::size_t>(threads) * k);  // cut c in run r: cuts[c * k + r]
+  parallel(threads, [&](const team& t) {
+    const int p = t.size(), r = t.rank();
+    index_t* const mine = cuts.data() + static_cast<std::size_t>(r) * k;
+    t.run([&] {
+      std::vector<index_t> hi(k), count(k);
+      multiway_split(runs.data(), static_cast<int>(k), share_begin(total, p, r), mine, hi.data(), count.data(), comp);
+    });
+    t.barrier();
+    t.run([&] {
+      std::vector<Run> pieces(k);
+      for (std::size_t i = 0; i < k; ++i) {
+        const index_t end = r + 1 < p ? mine[k + i] : runs[i].n;
+        pieces[i] = {runs[i].first + mine[i], end - mine[i], advanced(runs[i].vals, mine[i])};
+      }
+      const index_t o = share_begin(total, p, r);
+      serial::multiway_merge_into(pieces, keys_out + o, advanced(vals_out, o), comp);
+    });
+  });
+}
+
 }  // namespace libmerge::detail::omp_backend
 
 namespace libmerge::detail {
@@ -116,6 +148,17 @@ struct backend_impl<algo::merge, backend::omp> {
   static void run(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals,
                   KeysOut keys_out, ValsOut vals_out, Comp comp) {
     omp_backend::merge(policy, a, na, b, nb, a_vals, b_vals, keys_out, vals_out, comp);
+  }
+};
+
+template <>
+struct backend_impl<algo::multiway_merge, backend::omp> {
+  static constexpr bool available = true;
+
+  template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
+  static void run(const Policy& policy, const std::vector<Run>& runs, index_t total, KeysOut keys_out,
+                  ValsOut vals_out, Comp comp) {
+    omp_backend::multiway_merge(policy, runs, total, keys_out, vals_out, comp);
   }
 };
 

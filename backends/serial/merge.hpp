@@ -3,9 +3,12 @@
 // tests that compare the two can catch a bug in either.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <iterator>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "../../libmerge/detail/as_type.hpp"
 #include "../../libmerge/detail/config.hpp"
@@ -63,6 +66,47 @@ void merge_into(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_
   while (j < nb) take_b();
 }
 
+// K-way reference merge (lm::multiway_merge): a binary heap of the runs'
+// heads (std::push_heap / pop_heap); the head taken is the least key, of
+// equal keys the one of the lowest run, so the merge is stable. Runs:
+// detail::sorted_run (libmerge/multiway_merge.hpp).
+template <class Run, class KeysOut, class ValsOut, class Comp>
+void multiway_merge_into(const std::vector<Run>& runs, KeysOut out, ValsOut vals_out, Comp& comp) {
+  struct head {
+    std::size_t run;
+    index_t at;
+  };
+  // The heap's "less": a is taken after b.
+  const auto after = [&](const head& a, const head& b) {
+    const auto& ka = runs[a.run].first[a.at];
+    const auto& kb = runs[b.run].first[b.at];
+    if (comp(kb, ka)) return true;
+    if (comp(ka, kb)) return false;
+    return a.run > b.run;
+  };
+  std::vector<head> heap;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    if (runs[k].n > 0) heap.push_back({k, 0});
+  }
+  std::make_heap(heap.begin(), heap.end(), after);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), after);
+    head& h = heap.back();
+    const Run& r = runs[h.run];
+    *out = r.first[h.at];
+    ++out;
+    if constexpr (has_values<ValsOut>) {
+      *vals_out = r.vals[h.at];
+      ++vals_out;
+    }
+    if (++h.at < r.n) {
+      std::push_heap(heap.begin(), heap.end(), after);
+    } else {
+      heap.pop_back();
+    }
+  }
+}
+
 }  // namespace libmerge::detail::serial
 
 namespace libmerge::detail {
@@ -76,6 +120,17 @@ struct backend_impl<algo::merge, backend::serial> {
   static void run(const Policy&, AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals,
                   KeysOut keys_out, ValsOut vals_out, Comp comp) {
     serial::merge_into(a, na, b, nb, a_vals, b_vals, keys_out, vals_out, comp);
+  }
+};
+
+template <>
+struct backend_impl<algo::multiway_merge, backend::serial> {
+  static constexpr bool available = true;
+
+  template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
+  static void run(const Policy&, const std::vector<Run>& runs, index_t, KeysOut keys_out, ValsOut vals_out,
+                  Comp comp) {
+    serial::multiway_merge_into(runs, keys_out, vals_out, comp);
   }
 };
 

@@ -56,8 +56,8 @@ byte_range range_of(const char* name, It it, index_t n) {
 
 // Throws when an output overlaps an input or another output (not even an
 // output equal to its input is allowed). Inputs may overlap each other.
-inline void check_disjoint(const char* algorithm, std::initializer_list<byte_range> outputs,
-                           std::initializer_list<byte_range> inputs) {
+inline void check_disjoint(const char* algorithm, const byte_range* outputs, std::size_t num_outputs,
+                           const byte_range* inputs, std::size_t num_inputs) {
   auto overlap = [](const byte_range& x, const byte_range& y) {
     if (x.bytes == 0 || y.bytes == 0) return false;
     const auto a = reinterpret_cast<std::uintptr_t>(x.p), b = reinterpret_cast<std::uintptr_t>(y.p);
@@ -67,14 +67,19 @@ inline void check_disjoint(const char* algorithm, std::initializer_list<byte_ran
     throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + o.name + " overlaps " + r.name +
                                 " (outputs must not share memory with the inputs or with each other)");
   };
-  for (auto o = outputs.begin(); o != outputs.end(); ++o) {
-    for (const byte_range& r : inputs) {
-      if (overlap(*o, r)) fail(*o, r);
+  for (std::size_t o = 0; o < num_outputs; ++o) {
+    for (std::size_t i = 0; i < num_inputs; ++i) {
+      if (overlap(outputs[o], inputs[i])) fail(outputs[o], inputs[i]);
     }
-    for (auto q = o + 1; q != outputs.end(); ++q) {
-      if (overlap(*o, *q)) fail(*o, *q);
+    for (std::size_t q = o + 1; q < num_outputs; ++q) {
+      if (overlap(outputs[o], outputs[q])) fail(outputs[o], outputs[q]);
     }
   }
+}
+
+inline void check_disjoint(const char* algorithm, std::initializer_list<byte_range> outputs,
+                           std::initializer_list<byte_range> inputs) {
+  check_disjoint(algorithm, outputs.begin(), outputs.size(), inputs.begin(), inputs.size());
 }
 
 }  // namespace libmerge::detail

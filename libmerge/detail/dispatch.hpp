@@ -11,6 +11,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "config.hpp"
+
 namespace libmerge {
 
 // The tags of the backends that come with every build. A policy names its
@@ -26,6 +28,7 @@ struct omp {};
 // family's implementation (keys-only calls pass detail::no_values).
 namespace algo {
 struct merge {};
+struct multiway_merge {};
 struct merge_sort {};
 struct sorted_search {};
 struct sorted_equality_count {};
@@ -44,6 +47,15 @@ struct no_values {};
 
 template <class It>
 inline constexpr bool has_values = !std::is_same_v<std::decay_t<It>, no_values>;
+
+// One input of a k-way merge (lm::multiway_merge hands the backends a
+// std::vector of them): keys first[0, n), values vals[0, n) or no_values.
+template <class KeyIt, class ValIt>
+struct sorted_run {
+  KeyIt first;
+  index_t n;
+  ValIt vals;
+};
 
 // Primary template: the (algorithm, backend) pair has no implementation.
 // Backends specialize it with `static constexpr bool available = true` and a

@@ -298,6 +298,43 @@ BOOST_AUTO_TEST_CASE(rank_in_run_is_the_stable_k_way_rank) {
   }
 }
 
+// multiway_split at every diagonal of the stable merge of K runs (K = 1 to
+// 9, empty runs, few distinct keys) gives, for each run, how many of its
+// elements the brute-force merge puts before the diagonal; every probe goes
+// through checked_iterator (no read outside a run).
+BOOST_AUTO_TEST_CASE(multiway_split_is_the_stable_k_way_split) {
+  std::mt19937_64 rng(305);
+  for (int iter = 0; iter < 300; ++iter) {
+    const int k = 1 + static_cast<int>(rng() % 9);
+    std::vector<std::vector<int>> keys(static_cast<std::size_t>(k));
+    for (auto& r : keys) {
+      r.resize(rng() % 3 == 0 ? 0 : rng() % 25);
+      for (auto& x : r) x = static_cast<int>(rng() % (iter % 2 == 0 ? 4 : 1000));
+      std::sort(r.begin(), r.end());
+    }
+    struct run {
+      checked_iterator<const int> first;
+      std::ptrdiff_t n;
+    };
+    std::vector<run> runs;
+    std::vector<std::pair<int, int>> merged;  // (key, run), stably sorted by key
+    for (int v = 0; v < k; ++v) {
+      const auto n = static_cast<std::ptrdiff_t>(keys[v].size());
+      runs.push_back({checked_iterator<const int>(keys[v].data(), n), n});
+      for (int x : keys[v]) merged.emplace_back(x, v);
+    }
+    std::stable_sort(merged.begin(), merged.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<lm::index_t> lo(k), hi(k), count(k);
+    for (std::size_t d = 0; d <= merged.size(); ++d) {
+      auto comp = lm::less<>{};
+      lm::detail::multiway_split(runs.data(), k, static_cast<lm::index_t>(d), lo.data(), hi.data(), count.data(), comp);
+      std::vector<lm::index_t> want(k, 0);
+      for (std::size_t i = 0; i < d; ++i) ++want[merged[i].second];
+      BOOST_TEST_REQUIRE(lo == want, "case " << iter << ", K = " << k << ", diagonal " << d);
+    }
+  }
+}
+
 // The sparse search's lockstep forms give bound_within's answers, needle by
 // needle, for 1-, 2- and 4-ary steps alike.
 BOOST_AUTO_TEST_CASE(lockstep_bounds_are_bound_within) {

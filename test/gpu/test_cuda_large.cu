@@ -1,5 +1,5 @@
 // Beyond 2^31 elements: 64-bit counts all the way through the CUDA merge,
-// merge sort and sorted search. 1-byte keys keep it fast; the serial backend
+// k-way merge, merge sort and sorted search. 1-byte keys keep it fast; the serial backend
 // (or, for the search, arithmetic on run lengths) is the reference.
 #define BOOST_TEST_MODULE cuda_large
 #include <boost/test/unit_test.hpp>
@@ -89,6 +89,36 @@ BOOST_AUTO_TEST_CASE(merge_by_key_beyond_2_pow_31) {
                    thrust::counting_iterator<std::int64_t>(na), expected_keys.begin(), expected_vals.begin());
   BOOST_CHECK(std::memcmp(keys.data(), expected_keys.data(), expected_keys.size()) == 0);
   BOOST_CHECK(std::memcmp(vals.data(), expected_vals.data(), expected_vals.size() * sizeof(std::int64_t)) == 0);
+}
+
+// A k-way merge of 5 ranges, 2^31 + 2^21 keys in all, against lm::serial's.
+BOOST_AUTO_TEST_CASE(multiway_merge_beyond_2_pow_31) {
+  std::vector<std::vector<std::int8_t>> runs;
+  std::vector<thrust::device_vector<std::int8_t>> d_runs;
+  std::vector<std::pair<const std::int8_t*, const std::int8_t*>> host, dev;
+  std::int64_t n = 0;
+  for (int k = 0; k < 5; ++k) {
+    const std::int64_t len = k == 2 ? 0 : (std::int64_t(1) << 29) + (std::int64_t(1) << 19) + k;
+    runs.push_back(sorted_bytes(len, 10 + static_cast<std::uint64_t>(k)));
+    n += len;
+  }
+  BOOST_REQUIRE_GT(n, std::int64_t(1) << 31);
+  auto t0 = std::chrono::steady_clock::now();
+  d_runs.reserve(runs.size());  // (pointers into them are kept: no reallocation)
+  for (const auto& r : runs) {
+    d_runs.emplace_back(r.begin(), r.end());
+    const std::int8_t* p = thrust::raw_pointer_cast(d_runs.back().data());
+    dev.push_back({p, p + r.size()});
+    host.push_back({r.data(), r.data() + r.size()});
+  }
+  thrust::device_vector<std::int8_t> dout(n, 0);
+  lm::multiway_merge(lm::cuda::par, dev.begin(), dev.end(), dout.begin());
+  BOOST_REQUIRE_EQUAL(cudaDeviceSynchronize(), cudaSuccess);
+  const auto got = cuda_test::to_host(dout);
+  BOOST_TEST_MESSAGE("GPU multiway_merge of " << n << " keys and copies: " << seconds_since(t0) << " s");
+  std::vector<std::int8_t> expected(static_cast<std::size_t>(n));
+  lm::multiway_merge(lm::serial, host.begin(), host.end(), expected.begin());
+  BOOST_CHECK(std::memcmp(got.data(), expected.data(), expected.size()) == 0);
 }
 
 // merge_sort beyond 2^31 keys: 1-byte keys, keys only and by key. The expected

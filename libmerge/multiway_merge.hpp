@@ -1,0 +1,127 @@
+// lm::multiway_merge and lm::multiway_merge_by_key: the public entry points
+// of the k-way merge. This file checks arguments, handles empty input, then
+// hands the call to the backend the policy selects (detail/dispatch.hpp).
+//
+// The ranges are given as libstdc++'s parallel mode gives them
+// (__gnu_parallel::multiway_merge): a host sequence of (first, last) pairs,
+// std::pair or anything with .first and .second, all of one iterator type,
+// so K is known before anything runs and the ranges may lie anywhere (why:
+// docs/api.md). Preconditions as merge's: each range sorted by comp, comp a
+// strict weak ordering (a .checked() policy checks every range); outputs
+// that overlap an input or each other are an std::invalid_argument.
+#pragma once
+
+#include <iterator>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "detail/arguments.hpp"
+#include "detail/checked.hpp"
+#include "detail/disjoint.hpp"
+#include "detail/dispatch.hpp"
+#include "functional.hpp"
+
+namespace libmerge {
+namespace detail {
+
+// The value iterator of a run: what vals_firsts holds, or no_values.
+template <class ValsIt, bool = has_values<ValsIt>>
+struct run_values {
+  using type = no_values;
+};
+template <class ValsIt>
+struct run_values<ValsIt, true> {
+  using type = std::decay_t<decltype(*std::declval<ValsIt&>())>;
+};
+
+// The ranges as runs (vals: the value iterators, in the same order, or
+// no_values), each range's length checked; "ranges[k]" names range k.
+template <class RangeIt, class ValsIt>
+auto runs_of(RangeIt ranges_first, RangeIt ranges_last, ValsIt vals, const char* algorithm) {
+  using KeyIt = std::decay_t<decltype(ranges_first->first)>;
+  static_assert(std::is_same_v<KeyIt, std::decay_t<decltype(ranges_first->second)>>,
+                "libmerge::multiway_merge: each range's first and last must be iterators of one type");
+  using ValIt = typename run_values<ValsIt>::type;
+  std::vector<sorted_run<KeyIt, ValIt>> runs;
+  for (; ranges_first != ranges_last; ++ranges_first) {
+    const std::string name = "ranges[" + std::to_string(runs.size()) + "]";
+    const index_t n = checked_length(ranges_first->first, ranges_first->second, algorithm,
+                                     (name + ".first").c_str(), (name + ".second").c_str());
+    if constexpr (has_values<ValsIt>) {
+      runs.push_back({ranges_first->first, n, *vals});
+      ++vals;
+    } else {
+      runs.push_back({ranges_first->first, n, no_values{}});
+    }
+  }
+  return runs;
+}
+
+// Outputs against every input (names "ranges[k]", "vals[k]"), and a checked
+// call's sortedness of every range.
+template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
+void check_runs(const Policy& policy, const std::vector<Run>& runs, index_t total, KeysOut keys_out, ValsOut vals_out,
+                const Comp& comp, const char* algorithm) {
+  std::vector<std::string> names;
+  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("ranges[" + std::to_string(k) + "]");
+  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("vals[" + std::to_string(k) + "]");
+  std::vector<byte_range> inputs;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    inputs.push_back(range_of(names[k].c_str(), runs[k].first, runs[k].n));
+    if constexpr (has_values<decltype(runs[k].vals)>) {
+      inputs.push_back(range_of(names[runs.size() + k].c_str(), runs[k].vals, runs[k].n));
+    }
+  }
+  const byte_range outputs[2] = {range_of(has_values<ValsOut> ? "keys_out" : "out", keys_out, total),
+                                 range_of("vals_out", vals_out, total)};
+  check_disjoint(algorithm, outputs, has_values<ValsOut> ? 2 : 1, inputs.data(), inputs.size());
+  if constexpr (is_checked_v<Policy>) {
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      checked_sorted(policy, runs[k].first, runs[k].n, comp, algorithm, names[k].c_str());
+    }
+  }
+}
+
+template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
+void multiway_merge_runs(const Policy& policy, const std::vector<Run>& runs, KeysOut keys_out, ValsOut vals_out,
+                         Comp comp, const char* algorithm) {
+  index_t total = 0;
+  for (const Run& r : runs) total += r.n;
+  if (total == 0) return;
+  check_runs(policy, runs, total, keys_out, vals_out, comp, algorithm);
+  const auto& exec = resolve_policy(policy);
+  impl_for<algo::multiway_merge, Policy>::run(exec, runs, total, keys_out, vals_out, comp);
+}
+
+}  // namespace detail
+
+// Merges the sorted ranges [ranges_first, ranges_last) (each a pair of
+// iterators) into out. Stable: of equal keys, those of an earlier range come
+// first, each range keeping its order. Returns the end of the output.
+template <class Policy, class RangeIt, class OutIt, class Comp = less<>, class = detail::require_policy<Policy>>
+OutIt multiway_merge(const Policy& policy, RangeIt ranges_first, RangeIt ranges_last, OutIt out, Comp comp = Comp()) {
+  const auto runs = detail::runs_of(ranges_first, ranges_last, detail::no_values{}, "multiway_merge");
+  detail::multiway_merge_runs(policy, runs, out, detail::no_values{}, comp, "multiway_merge");
+  index_t total = 0;
+  for (const auto& r : runs) total += r.n;
+  return out + total;
+}
+
+// multiway_merge of keys with values moving alongside: range k's values start
+// at vals_firsts[k] (vals_firsts: an iterator over K value iterators). The
+// same stability guarantee. Returns the ends of the key and value outputs.
+template <class Policy, class RangeIt, class ValsFirstsIt, class KeyOutIt, class ValOutIt, class Comp = less<>,
+          class = detail::require_policy<Policy>>
+std::pair<KeyOutIt, ValOutIt> multiway_merge_by_key(const Policy& policy, RangeIt key_ranges_first,
+                                                    RangeIt key_ranges_last, ValsFirstsIt vals_firsts,
+                                                    KeyOutIt keys_out, ValOutIt vals_out, Comp comp = Comp()) {
+  const auto runs = detail::runs_of(key_ranges_first, key_ranges_last, vals_firsts, "multiway_merge_by_key");
+  detail::multiway_merge_runs(policy, runs, keys_out, vals_out, comp, "multiway_merge_by_key");
+  index_t total = 0;
+  for (const auto& r : runs) total += r.n;
+  return {keys_out + total, vals_out + total};
+}
+
+}  // namespace libmerge

@@ -1,0 +1,140 @@
+// lm::multiway_merge and multiway_merge_by_key on the CUDA backend against
+// lm::serial (the oracle, itself checked against std::stable_sort in
+// test/cpu/test_multiway_merge.cpp): K = 1, 2, 3, 8, 9 and 1000, empty
+// ranges among them, random, few-distinct and all-equal keys, lm::less and
+// lm::greater, int32 and int64 keys, values that tag each element with its
+// range and position (stability shows), ranges given as device pointers and
+// as device_vector iterators. Bad input: a host range, an output over an
+// input, an unsorted range under .checked(). (Beyond 2^31 elements:
+// test_cuda_large.)
+#define BOOST_TEST_MODULE cuda_multiway_merge
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_test_support.cuh"
+#include "test_support.hpp"
+
+namespace lm = libmerge;
+using cuda_test::to_device;
+using cuda_test::to_host;
+
+namespace {
+
+template <class T>
+std::vector<std::vector<T>> make_runs(std::mt19937_64& g, int k, int max_len, std::uint64_t span, bool greater) {
+  std::vector<std::vector<T>> runs(static_cast<std::size_t>(k));
+  for (auto& r : runs) {
+    r.resize(g() % 4 == 0 ? 0 : static_cast<std::size_t>(g() % static_cast<std::uint64_t>(max_len + 1)));
+    for (T& x : r) x = static_cast<T>(g() % span);
+    if (greater) {
+      std::sort(r.begin(), r.end(), std::greater<T>());
+    } else {
+      std::sort(r.begin(), r.end());
+    }
+  }
+  return runs;
+}
+
+// Keys and by-key merges of `runs` on the GPU, each against lm::serial's.
+template <class T, class Comp>
+void check_case(const std::vector<std::vector<T>>& runs, Comp comp, const std::string& what) {
+  std::size_t total = 0;
+  for (const auto& r : runs) total += r.size();
+  std::vector<thrust::device_vector<T>> d_runs;
+  std::vector<thrust::device_vector<std::int64_t>> d_tags;
+  std::vector<std::pair<const T*, const T*>> host_ranges, dev_ranges;
+  std::vector<const std::int64_t*> host_vals, dev_vals;
+  std::vector<std::vector<std::int64_t>> tags(runs.size());
+  d_runs.reserve(runs.size());  // (pointers into them are kept: no reallocation)
+  d_tags.reserve(runs.size());
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    for (std::size_t i = 0; i < runs[k].size(); ++i) tags[k].push_back(std::int64_t(k) << 32 | std::int64_t(i));
+    d_runs.push_back(to_device(runs[k]));
+    d_tags.push_back(to_device(tags[k]));
+    host_ranges.push_back({runs[k].data(), runs[k].data() + runs[k].size()});
+    const T* p = thrust::raw_pointer_cast(d_runs.back().data());
+    dev_ranges.push_back({p, p + runs[k].size()});
+    host_vals.push_back(tags[k].data());
+    dev_vals.push_back(thrust::raw_pointer_cast(d_tags.back().data()));
+  }
+  std::vector<T> want(total);
+  std::vector<std::int64_t> want_vals(total);
+  lm::multiway_merge(lm::serial, host_ranges.begin(), host_ranges.end(), want.begin(), comp);
+  thrust::device_vector<T> out(total);
+  lm::multiway_merge(lm::cuda::par, dev_ranges.begin(), dev_ranges.end(), out.begin(), comp);
+  BOOST_TEST_REQUIRE((to_host(out) == want), what << " keys");
+
+  lm::multiway_merge_by_key(lm::serial, host_ranges.begin(), host_ranges.end(), host_vals.begin(), want.begin(),
+                            want_vals.begin(), comp);
+  thrust::device_vector<T> keys_out(total);
+  thrust::device_vector<std::int64_t> vals_out(total);
+  lm::multiway_merge_by_key(lm::cuda::par, dev_ranges.begin(), dev_ranges.end(), dev_vals.begin(), keys_out.begin(),
+                            vals_out.begin(), comp);
+  BOOST_TEST_REQUIRE((to_host(keys_out) == want && to_host(vals_out) == want_vals), what << " pairs");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(k_way_merges_match_the_serial_backend) {
+  std::mt19937_64 g(5);
+  for (int k : {1, 2, 3, 8, 9, 1000}) {
+    for (int shape = 0; shape < 4; ++shape) {
+      const std::uint64_t span = shape % 2 == 0 ? (1ull << 40) : (shape == 1 ? 7 : 1);
+      const bool greater = shape == 2;
+      const int max_len = k >= 1000 ? 3000 : 300000;
+      const std::string what = "K=" + std::to_string(k) + " shape " + std::to_string(shape);
+      if (greater) {
+        check_case(make_runs<std::int32_t>(g, k, max_len, span, true), lm::greater<>(), what + " int32 greater");
+      } else {
+        check_case(make_runs<std::int32_t>(g, k, max_len, span, false), lm::less<>(), what + " int32");
+        check_case(make_runs<std::int64_t>(g, k, max_len, span, false), lm::less<>(), what + " int64");
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(ranges_of_device_vector_iterators) {
+  std::vector<thrust::device_vector<int>> runs;
+  std::vector<std::pair<thrust::device_vector<int>::iterator, thrust::device_vector<int>::iterator>> ranges;
+  std::vector<int> want;
+  for (int k = 0; k < 5; ++k) {
+    std::vector<int> h(1000 * static_cast<std::size_t>(k));
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<int>(i * (k + 1));
+    want.insert(want.end(), h.begin(), h.end());
+    runs.push_back(to_device(h));
+  }
+  for (auto& r : runs) ranges.push_back({r.begin(), r.end()});
+  std::stable_sort(want.begin(), want.end());
+  thrust::device_vector<int> out(want.size());
+  const auto end = lm::multiway_merge(lm::cuda::par, ranges.begin(), ranges.end(), out.begin());
+  BOOST_TEST((end == out.end()));
+  BOOST_TEST((to_host(out) == want));
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_names_the_range) {
+  thrust::device_vector<int> a(std::vector<int>{1, 3, 5}), b(std::vector<int>{2, 4}), c(std::vector<int>{9, 0});
+  std::vector<int> host_b = {2, 4};
+  const int* pa = thrust::raw_pointer_cast(a.data());
+  const int* pb = thrust::raw_pointer_cast(b.data());
+  const int* pc = thrust::raw_pointer_cast(c.data());
+  thrust::device_vector<int> out(7, -1);
+  auto message_has = [](const char* text) {
+    return [text](const std::invalid_argument& e) { return std::string(e.what()).find(text) != std::string::npos; };
+  };
+  std::vector<std::pair<const int*, const int*>> host = {{pa, pa + 3}, {host_b.data(), host_b.data() + 2}};
+  BOOST_CHECK_EXCEPTION(lm::multiway_merge(lm::cuda::par, host.begin(), host.end(), out.begin()), std::invalid_argument,
+                        message_has("ranges[1]"));
+  std::vector<std::pair<const int*, const int*>> over = {{pa, pa + 3}, {pb, pb + 2}};
+  BOOST_CHECK_EXCEPTION(lm::multiway_merge(lm::cuda::par, over.begin(), over.end(), b.begin()), std::invalid_argument,
+                        message_has("out overlaps ranges[1]"));
+  std::vector<std::pair<const int*, const int*>> unsorted = {{pa, pa + 3}, {pb, pb + 2}, {pc, pc + 2}};
+  BOOST_CHECK_EXCEPTION(lm::multiway_merge(lm::cuda::par.checked(), unsorted.begin(), unsorted.end(), out.begin()),
+                        std::invalid_argument, message_has("ranges[2] is not sorted"));
+  BOOST_TEST((to_host(out) == std::vector<int>(7, -1)));
+}
