@@ -100,133 +100,191 @@ __device__ __forceinline__ unsigned long long warp_slice_prints(const K* keys, c
   return prints;
 }
 
-// One tile of a pass, described by d (in global or shared memory): its pieces into
-// shared memory, merged in one or two levels and stored in the other
-// buffers. The output position is read from the descriptor (in L1) only at
-// the end: kept in registers through both merge levels, it made the 4-way
-// int32 kernel spill at its 64-register budget (ptxas -v, sm_90).
-// Returns the permutation guard's fingerprints (state.cuh) of what this
-// thread wrote (0 without the guard), for the caller to add to the pass's
-// sum (pass_add): a pointer to the sum passed in stayed in two registers
-// through the merge, and the 2-way int32 kernel spilled at its 40.
-// MayStage: the kernel merges one tile and its shared memory is
-// pass_layout's, so its tiles may be staged by bulk copies (staged_pass; the
-// one-kernel sort's tiles, many a CTA, are loaded through registers).
-template <class Box, int Ways, bool Full, class K, class V, bool WithValues, bool Guard = false, bool MayStage = false,
-          class Comp>
-__device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d, int count,
-                                          unsigned char* smem, Comp& comp, K* samples = nullptr) {
-  using layout = pass_layout<Box, K, V, WithValues>;
-  K* keys = reinterpret_cast<K*>(smem + layout::keys);
-  V* vals = reinterpret_cast<V*>(smem + layout::vals);
-  tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
-  const int tid = static_cast<int>(threadIdx.x);
-  // Level 1's three offsets (4 ways), then nothing of the descriptor but its
-  // sizes: registers are tight here.
-  int a_split = 0, na = 0, b_split = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr bool staged = MayStage && staged_pass<K, WithValues>;
-#else
-  constexpr bool staged = false;
-#endif
-  piece_spans spans{};  // where a staged 4-way tile's pieces landed
-  K* tile = keys;       // where a 2-way tile's first run begins, its second at tile + b_at
-  int b_at = d.size[0];
-  if constexpr (staged && Ways == 2) {
-    bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + layout::barrier), tid);
-    const auto staged_runs = loader.stage_pair(buf.keys(src) + d.at[0], d.size[0], buf.keys(src) + d.at[1],
-                                               count - d.size[0], smem + layout::keys);
-    tile = staged_runs.a;
-    b_at = staged_runs.b_at;
-    loader.wait();
-  } else if constexpr (staged) {
-    // The pieces in the order 0 2 | 1 3, each where its source's offset in a
-    // 16-byte line puts it (cta_merge_pieces steps over the gaps).
-    bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + layout::barrier), tid);
+// A pass tile is three parts: a loader puts the tile's pieces of the runs
+// in shared memory and says how they lie there, the merge levels read them
+// (one level for two runs, two for four), and a storer writes the outputs.
+// Each load and store is a part of its own; a kernel picks them by where its
+// tiles come from (pass_parts), not by branches inside the tile.
+
+// How a loaded tile lies in shared memory. Two runs: tile[0, d.size[0])
+// and tile[b_at, ...). Four pieces side by side in the order 0 2 | 1 3
+// (pieces_of), level 1's offsets: piece 2 at a_split, piece 1 at na, piece
+// 3 at b_split. Four staged pieces, each where its source's offset in a
+// 16-byte line puts it, gaps between (cta_merge_pieces steps over them).
+template <class K>
+struct two_runs {
+  K* tile;
+  int b_at;
+};
+struct packed_pieces {
+  int a_split, na, b_split;
+};
+struct spaced_pieces {
+  piece_spans spans;
+};
+
+// Loaders: load<Box, Full, Layout>(buf, src, d, count, smem, tid).
+// Two runs through registers (load_tile). Keys only: a partial tile loads
+// direct (held in registers, its checked values made the 512x15 kernel
+// spill once the pass shape came from device memory; ptxas -v, sm_90).
+// Pairs spill the other way round.
+struct register_pair_loader {
+  template <class Box, bool Full, class Layout, class K, class V>
+  static __device__ __forceinline__ two_runs<K> load(const sort_buffers<K, V>& buf, int src, const tile_desc<2>& d,
+                                                     int count, unsigned char* smem, int tid) {
+    K* keys = reinterpret_cast<K*>(smem + Layout::keys);
+    const two_runs<K> t{keys, d.size[0]};
+    load_tile<Box::nt, Box::vt, Full, !Layout::with_values>(buf.keys(src) + d.at[0], d.size[0],
+                                                            buf.keys(src) + d.at[1], count, keys, tid);
+    if constexpr (Layout::with_values) {
+      load_tile<Box::nt, Box::vt, Full>(buf.vals(src) + d.at[0], d.size[0], buf.vals(src) + d.at[1], count,
+                                        reinterpret_cast<V*>(smem + Layout::vals), tid);
+    }
+    __syncthreads();
+    return t;
+  }
+};
+// Four pieces through registers (load_pieces), side by side.
+struct register_pieces_loader {
+  template <class Box, bool Full, class Layout, class K, class V>
+  static __device__ __forceinline__ packed_pieces load(const sort_buffers<K, V>& buf, int src, const tile_desc<4>& d,
+                                                       int count, unsigned char* smem, int tid) {
+    const piece_map<4> pieces = pieces_of(d);
+    load_pieces<Box::nt, Box::vt, Full>(buf.keys(src), pieces, count, reinterpret_cast<K*>(smem + Layout::keys), tid);
+    if constexpr (Layout::with_values) {
+      load_pieces<Box::nt, Box::vt, Full>(buf.vals(src), pieces, count, reinterpret_cast<V*>(smem + Layout::vals),
+                                          tid);
+    }
+    __syncthreads();
+    return {pieces.start[1], pieces.start[2], pieces.start[3]};
+  }
+};
+// Two runs staged by bulk copies (bulk_load.cuh).
+struct bulk_pair_loader {
+  template <class Box, bool Full, class Layout, class K, class V>
+  static __device__ __forceinline__ two_runs<K> load(const sort_buffers<K, V>& buf, int src, const tile_desc<2>& d,
+                                                     int count, unsigned char* smem, int tid) {
+    bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + Layout::barrier), tid);
+    const auto staged = loader.stage_pair(buf.keys(src) + d.at[0], d.size[0], buf.keys(src) + d.at[1],
+                                          count - d.size[0], smem + Layout::keys);
+    loader.wait();  // (ends in a __syncthreads)
+    return {staged.a, staged.b_at};
+  }
+};
+// Four pieces staged by bulk copies, in the order 0 2 | 1 3.
+struct bulk_pieces_loader {
+  template <class Box, bool Full, class Layout, class K, class V>
+  static __device__ __forceinline__ spaced_pieces load(const sort_buffers<K, V>& buf, int src, const tile_desc<4>& d,
+                                                       int, unsigned char* smem, int tid) {
+    bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + Layout::barrier), tid);
     const K* from = buf.keys(src);
     const K* const pieces[4] = {from + d.at[0], from + d.at[2], from + d.at[1], from + d.at[3]};
     const int sizes[4] = {d.size[0], d.size[2], d.size[1], d.size[3]};
     int at[4];
-    loader.stage_ranges(pieces, sizes, smem + layout::keys, at);
-    spans = piece_spans{{at[0], at[2], at[1], at[3]}, {sizes[0], sizes[2], sizes[1], sizes[3]}};
+    loader.stage_ranges(pieces, sizes, smem + Layout::keys, at);
+    const spaced_pieces t{{{at[0], at[2], at[1], at[3]}, {sizes[0], sizes[2], sizes[1], sizes[3]}}};
     loader.wait();
-  } else if constexpr (Ways == 2) {
-    // Keys only: a partial tile loads direct (held in registers, its checked
-    // values made the 512x15 kernel spill once the pass shape came from
-    // device memory; ptxas -v, sm_90). Pairs spill the other way round.
-    load_tile<Box::nt, Box::vt, Full, !WithValues>(buf.keys(src) + d.at[0], d.size[0], buf.keys(src) + d.at[1], count,
-                                                   keys, tid);
-    if constexpr (WithValues) {
-      load_tile<Box::nt, Box::vt, Full>(buf.vals(src) + d.at[0], d.size[0], buf.vals(src) + d.at[1], count, vals, tid);
-    }
-  } else {
-    const piece_map<Ways> pieces = pieces_of(d);
-    load_pieces<Box::nt, Box::vt, Full>(buf.keys(src), pieces, count, keys, tid);
-    if constexpr (WithValues) load_pieces<Box::nt, Box::vt, Full>(buf.vals(src), pieces, count, vals, tid);
-    a_split = pieces.start[1];
-    na = pieces.start[2];
-    b_split = pieces.start[3];
+    return t;
   }
-  if constexpr (!staged) __syncthreads();  // (a staged tile's wait ends in one)
+};
 
-  K merged[Box::vt];
-  int from[Box::vt];
-  if constexpr (Ways == 4) {
-    // Level 1, written back over the tile (from its base: a staged tile's
-    // pieces, gaps and all, are read by then); each output's tile offset
-    // goes to `sources`.
-    if constexpr (staged) {
-      cta_merge_pieces<Box::vt, walks_past_end>(keys, spans, tid, merged, from, comp);
-    } else {
-      // (Level 1 of pairs keeps the clamped reads, two a step: with one, every
-      // 4-way pairs kernel spilled 16 bytes at its 32 registers; ptxas, sm_90.)
-      cta_merge_pairs<Box::vt, walks_past_end && !WithValues>(keys, na, a_split, b_split, count, tid, merged, from,
-                                                             comp);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < Box::vt; ++i) {
-      const int j = Box::vt * tid + i;
-      if (Full || j < count) {
-        keys[j] = merged[i];
-        // (A walk past the tile's end, which only a comparator that is no
-        // strict weak ordering makes, read keys[0]: its value is there too.)
-        if constexpr (WithValues) sources[j] = static_cast<tile_offset>(from[i] < count ? from[i] : 0);
-      }
-    }
-    __syncthreads();
-  }
-  // The last level: the two halves.
-  const int half = Ways == 4 ? d.size[0] + d.size[1] : d.size[0];
-  cta_merge<Box::vt, bounds::lower, walks_past_end>(tile, half, Ways == 4 ? half : b_at, count - half, tid, merged,
-                                                    from, comp);
+// Level 1 of a 4-way tile, written back over the tile (from its base: a
+// staged tile's pieces, gaps and all, are read by then), each output's tile
+// offset to `sources`. (Level 1 of pairs keeps the clamped reads, two a
+// step: with one, every 4-way pairs kernel spilled 16 bytes at its 32
+// registers; ptxas, sm_90.)
+template <int VT, bool WithValues, class K, class Comp>
+__device__ __forceinline__ void level_one(const packed_pieces& p, K* keys, int count, int tid, K (&merged)[VT],
+                                          int (&from)[VT], Comp& comp) {
+  cta_merge_pairs<VT, walks_past_end && !WithValues>(keys, p.na, p.a_split, p.b_split, count, tid, merged, from, comp);
+}
+template <int VT, bool WithValues, class K, class Comp>
+__device__ __forceinline__ void level_one(const spaced_pieces& p, K* keys, int, int tid, K (&merged)[VT],
+                                          int (&from)[VT], Comp& comp) {
+  cta_merge_pieces<VT, walks_past_end>(keys, p.spans, tid, merged, from, comp);
+}
+
+// Each output's value sits at the tile offset its key came from (Through:
+// through level 1's offsets in `sources`, a 4-way tile's), published to
+// `sources` for the store of the values.
+template <int VT, bool Full, bool WithValues, bool Through>
+__device__ __forceinline__ void publish_origins(tile_offset* sources, const int (&from)[VT], int count, int tid) {
   if constexpr (WithValues) {
-    // Each output's value sits at the tile offset its key came from (through
-    // level 1's offsets for 4 ways).
-    int origin[Box::vt];
+    int origin[VT];
 #pragma unroll
-    for (int i = 0; i < Box::vt; ++i) {
-      const int at = from[i] < count ? from[i] : 0;  // (as above: no value read from outside the tile)
-      origin[i] = Ways == 4 ? sources[at] : at;
+    for (int i = 0; i < VT; ++i) {
+      const int at = from[i] < count ? from[i] : 0;  // (as level 1's: no value read from outside the tile)
+      origin[i] = Through ? sources[at] : at;
     }
     __syncthreads();
 #pragma unroll
-    for (int i = 0; i < Box::vt; ++i) {
-      const int j = Box::vt * tid + i;
+    for (int i = 0; i < VT; ++i) {
+      const int j = VT * tid + i;
       if (Full || j < count) sources[j] = static_cast<tile_offset>(origin[i]);
     }
   } else {
     __syncthreads();
   }
-  const index_t out_at = d.out;
-  K* const out = buf.keys(1 - src) + out_at;
-  K* written = keys;  // where the tile's outputs lie in order in shared memory then
-  (void)written;      // (read by the guard alone where the transpose stores them)
-  if constexpr (staged) {
-    // Out as they came in: the outputs in order in shared memory, then a
-    // bulk copy (bulk_store) instead of a transpose and a store a warp of
-    // outputs; the samples are read from there.
-    written = bulk_store_slots(smem + layout::keys, out);
+}
+
+// The merge levels into registers (merged; from: each output's tile offset,
+// or for 4 ways its offset after level 1), then for values each output's
+// origin in the tile to `sources`.
+template <int VT, bool Full, bool WithValues, class Pieces, class K, class Comp>
+__device__ __forceinline__ void merge_levels(const Pieces& pieces, const tile_desc<4>& d, K* keys,
+                                             tile_offset* sources, int count, int tid, K (&merged)[VT],
+                                             int (&from)[VT], Comp& comp) {
+  level_one<VT, WithValues>(pieces, keys, count, tid, merged, from, comp);
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < VT; ++i) {
+    const int j = VT * tid + i;
+    if (Full || j < count) {
+      keys[j] = merged[i];
+      // (A walk past the tile's end, which only a comparator that is no
+      // strict weak ordering makes, read keys[0]: its value is there too.)
+      if constexpr (WithValues) sources[j] = static_cast<tile_offset>(from[i] < count ? from[i] : 0);
+    }
+  }
+  __syncthreads();
+  const int half = d.size[0] + d.size[1];
+  cta_merge<VT, bounds::lower, walks_past_end>(keys, half, half, count - half, tid, merged, from, comp);
+  publish_origins<VT, Full, WithValues, true>(sources, from, count, tid);
+}
+template <int VT, bool Full, bool WithValues, class K, class Comp>
+__device__ __forceinline__ void merge_levels(const two_runs<K>& runs, const tile_desc<2>& d, K*, tile_offset* sources,
+                                             int count, int tid, K (&merged)[VT], int (&from)[VT], Comp& comp) {
+  const int half = d.size[0];
+  cta_merge<VT, bounds::lower, walks_past_end>(runs.tile, half, runs.b_at, count - half, tid, merged, from, comp);
+  publish_origins<VT, Full, WithValues, false>(sources, from, count, tid);
+}
+
+// Storers: store<Box, Full, Ways>(merged, smem, out, count, tid, samples,
+// out_at), returning where the tile's outputs lie in order in shared memory
+// then (read by the permutation guard). The transpose: a warp of outputs at
+// a time through shared memory (store_warp_striped), 4-way passes keeping
+// every 32nd output as a run sample.
+struct transpose_storer {
+  template <class Box, bool Full, int Ways, class Layout, class K>
+  static __device__ __forceinline__ K* store(const K (&merged)[Box::vt], unsigned char* smem, K* out, int count,
+                                             int tid, K* samples, index_t out_at) {
+    K* keys = reinterpret_cast<K*>(smem + Layout::keys);
+    if constexpr (Ways == 4) {
+      store_warp_striped_sampled<Box::vt, Full>(merged, keys, out, count, tid, samples, out_at);
+    } else {
+      store_warp_striped<Box::vt, Full>(merged, keys, out, count, tid);
+    }
+    return keys;
+  }
+};
+// Out as they came in: the outputs in order in shared memory, then a bulk
+// copy (bulk_store) instead of a transpose and a store a warp of outputs;
+// the samples are read from there.
+struct bulk_storer {
+  template <class Box, bool Full, int Ways, class Layout, class K>
+  static __device__ __forceinline__ K* store(const K (&merged)[Box::vt], unsigned char* smem, K* out, int count,
+                                             int tid, K* samples, index_t out_at) {
+    K* written = bulk_store_slots(smem + Layout::keys, out);
 #pragma unroll
     for (int i = 0; i < Box::vt; ++i) {
       const int j = Box::vt * tid + i;
@@ -237,11 +295,59 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
       const int first = static_cast<int>((32 - out_at % 32) % 32);  // the first output at a multiple of 32
       for (int j = first + 32 * tid; j < count; j += 32 * Box::nt) samples[(out_at + j) / 32] = written[j];
     }
-  } else if constexpr (Ways == 4) {
-    store_warp_striped_sampled<Box::vt, Full>(merged, keys, out, count, tid, samples, out_at);
-  } else {
-    store_warp_striped<Box::vt, Full>(merged, keys, out, count, tid);
+    return written;
   }
+};
+
+// The parts of a pass tile: staged (bulk copies in and out) or through
+// registers, for 2 or 4 ways.
+template <int Ways, bool Staged>
+struct pass_parts {
+  using loader = std::conditional_t<Ways == 4, register_pieces_loader, register_pair_loader>;
+  using storer = transpose_storer;
+};
+template <int Ways>
+struct pass_parts<Ways, true> {
+  using loader = std::conditional_t<Ways == 4, bulk_pieces_loader, bulk_pair_loader>;
+  using storer = bulk_storer;
+};
+
+// One tile of a pass, described by d (in global or shared memory): loaded,
+// merged and stored by its parts (pass_parts). The output position is read
+// from the descriptor (in L1) only at the end: kept in registers through
+// both merge levels, it made the 4-way int32 kernel spill at its 64-register
+// budget (ptxas -v, sm_90). Returns the permutation guard's fingerprints
+// (state.cuh) of what this thread wrote (0 without the guard), for the
+// caller to add to the pass's sum (pass_add): a pointer to the sum passed in
+// stayed in two registers through the merge, and the 2-way int32 kernel
+// spilled at its 40. MayStage: the kernel merges one tile and its shared
+// memory is pass_layout's, so its tiles may be staged by bulk copies
+// (staged_pass; the one-kernel sort's tiles, many a CTA, are loaded through
+// registers).
+template <class Box, int Ways, bool Full, class K, class V, bool WithValues, bool Guard = false, bool MayStage = false,
+          class Comp>
+__device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d,
+                                                        int count, unsigned char* smem, Comp& comp,
+                                                        K* samples = nullptr) {
+  using layout = pass_layout<Box, K, V, WithValues>;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using parts = pass_parts<Ways, MayStage && staged_pass<K, WithValues>>;
+#else
+  using parts = pass_parts<Ways, false>;
+#endif
+  K* keys = reinterpret_cast<K*>(smem + layout::keys);
+  V* vals = reinterpret_cast<V*>(smem + layout::vals);
+  tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
+  const int tid = static_cast<int>(threadIdx.x);
+  const auto pieces = parts::loader::template load<Box, Full, layout>(buf, src, d, count, smem, tid);
+  K merged[Box::vt];
+  int from[Box::vt];
+  merge_levels<Box::vt, Full, WithValues>(pieces, d, keys, sources, count, tid, merged, from, comp);
+  const index_t out_at = d.out;
+  K* const written =
+      parts::storer::template store<Box, Full, Ways, layout>(merged, smem, buf.keys(1 - src) + out_at, count, tid,
+                                                             samples, out_at);
+  (void)written;  // (read by the guard alone)
   if constexpr (WithValues) {
     __syncthreads();
     V* out_vals = buf.vals(1 - src) + out_at;
@@ -253,8 +359,8 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
   }
   // The permutation guard's fingerprints of what this thread's warp wrote,
   // read back from its slice of the tile, which holds the warp's outputs in
-  // order after the striped store (taken from the registers before the
-  // store, they made the 4-way int32 kernel spill at its 32 registers).
+  // order after the store (taken from the registers before the store, they
+  // made the 4-way int32 kernel spill at its 32 registers).
   if constexpr (Guard && guarded_v<K, V, WithValues>) {
     __syncwarp();
     return warp_slice_prints<Box::vt, WithValues>(written, vals, sources, Full ? Box::nv : count);
