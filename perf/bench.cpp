@@ -2,7 +2,7 @@
 // it into PNG plots for docs/).
 //
 //   libmerge_bench [--cpu] [--gpu] [--tune] [--tune-small] [--profile [--profile-log2 K]] [--json FILE]
-//                  [--runs R] [--quick]
+//                  [--runs R] [--quick] [--sizes 20,24,28]
 //
 // --tune times libmerge with a range of launch boxes against CUB instead of the
 // tuned box against CUB and Thrust (at 2^20, 2^24, 2^28); --tune-small does the
@@ -54,6 +54,7 @@ struct options {
   bool cpu = false, gpu = false, quick = false, tune = false, tune_small = false, profile = false;
   int runs = 0;  // 0: default per section
   int profile_log2 = 26;
+  std::vector<int> sizes;  // --sizes: log2 of the GPU sizes (default 20 to 28)
   std::string json = "libmerge_bench.json";
 };
 
@@ -450,6 +451,7 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
   std::vector<int> log2n = opt.quick ? std::vector<int>{20, 24} : std::vector<int>{20, 21, 22, 23, 24, 25, 26, 27, 28};
   if (opt.tune) log2n = {20, 24, 28};
   if (opt.tune_small) log2n = {20, 21, 22, 23};
+  if (!opt.sizes.empty()) log2n = opt.sizes;
   for (int k : log2n) {
     const long long n = 1LL << k;
     std::fprintf(stderr, "gpu cases at 2^%d\n", k);
@@ -543,8 +545,11 @@ int main(int argc, char** argv) {
     else if (a == "--profile-log2" && i + 1 < argc) opt.profile_log2 = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
     else if (a == "--runs" && i + 1 < argc) opt.runs = std::atoi(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: libmerge_bench [--cpu] [--gpu] [--tune] [--tune-small] [--profile [--profile-log2 K]] [--json FILE] [--runs R] [--quick]\n");
+    else if (a == "--sizes" && i + 1 < argc) {
+      std::stringstream list(argv[++i]);
+      for (std::string lg; std::getline(list, lg, ',');) opt.sizes.push_back(std::atoi(lg.c_str()));
+    } else {
+      std::fprintf(stderr, "usage: libmerge_bench [--cpu] [--gpu] [--tune] [--tune-small] [--profile [--profile-log2 K]] [--json FILE] [--runs R] [--quick] [--sizes 20,24,28]\n");
       return 2;
     }
   }

@@ -47,6 +47,22 @@ GPU_ROWS = [
      {"algorithm": "merge", "type": "int64"}),
     ("merge", "`merge_by_key`", "int32/int32", "libmerge", "cub::DeviceMerge", "`DeviceMerge::MergePairs`", "cub",
      {"algorithm": "merge_by_key", "type": "int32/int32"}),
+    ("merge_newest", "`merge`", "int32", "libmerge", "cub::DeviceMerge", "`DeviceMerge::MergeKeys`", "cub",
+     {"algorithm": "merge", "type": "int32"}),
+    ("merge_newest", "`merge_by_key`", "int32/int32", "libmerge", "cub::DeviceMerge", "`DeviceMerge::MergePairs`", "cub",
+     {"algorithm": "merge_by_key", "type": "int32/int32"}),
+    ("multiway", "`multiway_merge`", "int32, K = 4 ranges", "lm::multiway_merge", "cub::DeviceMerge tree",
+     "tree of `DeviceMerge::MergeKeys`", "cub", {"type": "int32", "k": 4}),
+    ("multiway", "`multiway_merge`", "int32, K = 8 ranges", "lm::multiway_merge", "cub::DeviceMerge tree",
+     "tree of `DeviceMerge::MergeKeys`", "cub", {"type": "int32", "k": 8}),
+    ("multiway", "`multiway_merge`", "int32, K = 64 ranges", "lm::multiway_merge", "cub::DeviceMerge tree",
+     "tree of `DeviceMerge::MergeKeys`", "cub", {"type": "int32", "k": 64}),
+    ("multiway", "`multiway_merge_by_key`", "int32/int32, K = 64 ranges", "lm::multiway_merge", "cub::DeviceMerge tree",
+     "tree of `DeviceMerge::MergePairs`", "cub", {"type": "int32/int32", "k": 64}),
+    ("multiway", "`multiway_merge`", "int32, K = 1024 ranges", "lm::multiway_merge", "cub::DeviceMerge tree",
+     "tree of `DeviceMerge::MergeKeys`", "cub", {"type": "int32", "k": 1024}),
+    ("multiway", "`multiway_merge`", "int32, K = 1024 ranges", "lm::multiway_merge", "cub::DeviceMergeSort",
+     "`DeviceMergeSort::SortKeysCopy` of the concatenation", "cub", {"type": "int32", "k": 1024}),
     ("search", "`sorted_search<lower>`", "int32, \\|A\\| = \\|B\\|", "lm", "thrust::lower_bound",
      "`thrust::lower_bound`", "thrust", {"op": "search<lower,index,none>", "type": "int32", "density": "|A|=|B|"}),
     ("search", "`sorted_search<lower>`", "int32, \\|A\\| = \\|B\\|/64", "lm", "thrust::lower_bound",
@@ -61,6 +77,8 @@ GPU_ROWS = [
 GPU_SIZE_NOTE = {
     "sort": "n keys",
     "merge": "n = \\|A\\| + \\|B\\|",
+    "merge_newest": "n = \\|A\\| + \\|B\\|, the newest CUB",
+    "multiway": "n in all, split evenly over K sorted ranges; 2^28 only",
     "search": "N = \\|A\\| + \\|B\\|",
 }
 
@@ -173,7 +191,7 @@ def gpu_table(manifest):
     lines.append("Each cell is the peer's time over libmerge's (above 1: libmerge is faster); libmerge called with "
                  "its defaults (comparator, tuned launch boxes) on data already on the GPU, cold L2, median of many runs. "
                  "Sources:")
-    for key in ["sort", "merge", "search"]:
+    for key in ["sort", "merge", "merge_newest", "multiway", "search"]:
         source, data, meta = sources[key]
         lines.append(f"- {key} ({GPU_SIZE_NOTE[key]}): {data['device']}, {meta['date']}, "
                      f"CUB {meta['cub_version']} / Thrust {meta['thrust_version']}, libmerge's temporary storage from "
