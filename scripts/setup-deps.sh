@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the build needs and a fresh Debian 12 machine lacks: CMake,
-# g++, make and Boost.Test's headers (libboost-test-dev). Does nothing when
-# all are present. nvcc is optional: with it, the CUDA targets are built too.
+# g++, make, Boost.Test's headers (libboost-test-dev), and Python 3 with CA
+# certificates (the README's table check; scripts/fetch-cccl.py). Does nothing
+# when all are present. nvcc is optional: with it, the CUDA targets are built too.
 set -euo pipefail
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v make >/dev/null 2>&1 || need+=(make)
 [ -f /usr/include/boost/test/included/unit_test.hpp ] || need+=(libboost-test-dev)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+[ -f /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup-deps: installing ${need[*]}"
   sudo=""

@@ -16,11 +16,17 @@
 # and the device code of every CUDA target without optimization
 # (LIBMERGE_CUDA_DEVICE_OPT: cicc and ptxas at -O0; CMakeLists.txt says what
 # it saves), fully optimized with a GPU.
+#
+# Without a GPU (CI), every CUDA target is then compiled a second time, against
+# a CCCL newer than the toolkit's (the nvidia-cuda-cccl wheel from PyPI,
+# scripts/fetch-cccl.py), so that code which only the newer CUB rejects fails
+# here too. LIBMERGE_SECOND_CCCL=0 skips it, =1 forces it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-deps.sh
 source scripts/env.sh
 labels=cpu
+second_cccl=${LIBMERGE_SECOND_CCCL:-1}
 archs=90
 host_opt=-O0  # the GPU tests' host code, compiled and never run here
 device_opt='-Xcicc=-O0 -Xptxas=-O0'  # every CUDA target's device code, likewise
@@ -29,6 +35,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   archs=native
   host_opt=
   device_opt=
+  second_cccl=${LIBMERGE_SECOND_CCCL:-0}
 fi
 archs=${LIBMERGE_CUDA_ARCHS:-$archs}
 cmake_args=(-DCMAKE_BUILD_TYPE=Release)
@@ -38,3 +45,9 @@ cmake -S . -B "$BUILD_DIR" "${cmake_args[@]}"
 cmake --build "$BUILD_DIR" -j"$JOBS"
 echo "test.sh: running the tests labelled $labels"
 ctest --test-dir "$BUILD_DIR" -L "$labels" --output-on-failure -j"$JOBS"
+if [ "$second_cccl" = 1 ] && command -v nvcc >/dev/null 2>&1; then
+  cccl=$(python3 scripts/fetch-cccl.py build-deps)
+  echo "test.sh: compiling every CUDA target against the CCCL in $cccl"
+  cmake -S . -B "$BUILD_DIR-cccl" "${cmake_args[@]}" "-DLIBMERGE_CCCL_DIR=$cccl"
+  cmake --build "$BUILD_DIR-cccl" -j"$JOBS" --target libmerge_cuda_targets
+fi
