@@ -259,9 +259,109 @@ __device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& 
   add_matches<Box::nt, writes_match(TypeA), writes_match(TypeB)>(matches_a, matches_b, counters, tid);
 }
 
+// Loaders of a search tile: A's range from as[0] (as[-1] holds A's element
+// before it, the halo), B's from bs[0] (bs[nb] B's element after it); they
+// return with the keys in shared memory and the CTA past a barrier.
+// Through registers (load_search_tile), A and B where the layout puts them:
+struct register_search_loader {
+  template <class Box, bool Full, class Layout, class AIt, class BIt, class TA, class TB>
+  static __device__ __forceinline__ void load(const search_merge<AIt, BIt>& g, const tile_range& r, int na, int nb,
+                                              int count, bool halo_a, bool halo_b, unsigned char*, TA*& as, TB*& bs,
+                                              int tid) {
+    if (tid == 0 && halo_a) as[-1] = g.a_keys[r.a0 - 1];
+    if (tid == Box::nt - 1 && halo_b) bs[nb] = g.b_keys[r.b1];
+    load_search_tile<Box::nt, Box::vt, Full>(g.a_keys + r.a0, na, g.b_keys + r.b0, count, as, bs, tid);
+    __syncthreads();
+  }
+};
+// staged by bulk copies: A's range from byte 16, B's from the line after
+// A's last. The copy engine writes only whole lines inside the ranges, so
+// the halo elements (outside them) are the threads' to store.
+struct bulk_search_loader {
+  template <class Box, bool Full, class Layout, class AIt, class BIt, class TA, class TB>
+  static __device__ __forceinline__ void load(const search_merge<AIt, BIt>& g, const tile_range& r, int na, int nb,
+                                              int, bool halo_a, bool halo_b, unsigned char* smem, TA*& as, TB*& bs,
+                                              int tid) {
+    bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + Layout::barrier), tid);
+    as = loader.stage(g.a_keys + r.a0, na, smem + 16);
+    const auto a_end = reinterpret_cast<std::uintptr_t>(as + na) - reinterpret_cast<std::uintptr_t>(smem);
+    bs = loader.stage(g.b_keys + r.b0, nb, smem + (a_end + 15) / 16 * 16);
+    if (tid == 0 && halo_a) as[-1] = g.a_keys[r.a0 - 1];
+    if (tid == Box::nt - 1 && halo_b) bs[nb] = g.b_keys[r.b1];
+    loader.wait();
+  }
+};
+
+// The tile's merge (A first on ties): A's element a records b (and
+// match_flag), B's element b records a (result_slots). Each thread walks its
+// VT steps, bounded by where the next thread starts: the walks then cover
+// the tile's positions exactly once whatever the comparator does. Starts out
+// of order (unsorted input) make the tile write no match and bound 0
+// instead. Keys are read only at in-range offsets; as[-1] stands in where A
+// has no element before. The walk is the CTA merge's (merge_walk,
+// cta_merge.cuh); what a step records is the search's. (Against the search's
+// own loop it replaced, H200, 181 benchmark rows: 0.988-1.025, index_match
+// on both sides 1.010-1.012 slower at 2^26 and 2^28, every other dense row
+// within 1%.) Results kept in the key slots (InKeys) overwrite a thread's
+// keys as it walks them: what it reads of its neighbours' (A's element
+// before its start, B's element at its end) it reads before the walks begin.
+template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, bool InKeys, class TA,
+          class TB, class Comp>
+__device__ __forceinline__ void walk_search_tile(const TA* as, TB* bs, int na, int nb, int count, int b_valid,
+                                                 bool halo_a, const result_slots<TA, TB, InKeys>& results, Comp& comp,
+                                                 int tid) {
+  constexpr bool a_writes_any = writes_output(TypeA) || AWrites == a_writes::equal_count;
+  constexpr bool a_needs_match = writes_match(TypeA) || AWrites == a_writes::equal_count;
+  constexpr bool b_needs_match = writes_match(TypeB);
+  // B's keys are overwritten by their results while other threads walk
+  // (InKeys): a thread whose walk reaches the next thread's first B element
+  // takes it from here, where that thread left it before the walks began.
+  constexpr bool b_overwritten = InKeys && writes_output(TypeB);
+  __shared__ __align__(16) unsigned char first_b_bytes[b_overwritten ? Box::nt * sizeof(TB) : 1];
+  TB* const first_b = reinterpret_cast<TB*>(first_b_bytes);
+  const int diag = Box::vt * tid < count ? Box::vt * tid : count;
+  const int diag_end = Box::vt * (tid + 1) < count ? Box::vt * (tid + 1) : count;
+  int a = merge_path<bounds::lower, int>(as, na, bs, nb, diag, comp);
+  int b = diag - a;
+  TA prev_a = as[a - 1];
+  __shared__ int starts[Box::nt];
+  starts[tid] = a;
+  if constexpr (b_overwritten) first_b[tid] = bs[b < b_valid ? b : 0];
+  __syncthreads();
+  const int a_end = tid + 1 < Box::nt ? starts[tid + 1] : na;
+  const int b_end = diag_end - a_end;
+  // The key the walk sees at b_end (A's last elements' match test).
+  TB b_last{};
+  if constexpr (b_overwritten) b_last = tid + 1 < Box::nt ? first_b[tid + 1] : bs[b_end];  // the halo (or unread)
+  if (__syncthreads_or(a_end < a || b_end < b)) {
+    for (int j = tid; j < count; j += Box::nt) results[j] = 0;
+    return;
+  }
+  // Each step records the element's bound and match instead of the key.
+  merge_walk<Box::vt, Full>(
+      a, a_end, b, b_end, diag_end - diag, [&](int k) { return as[k < a_end ? k : -1]; },
+      [&](int k) {
+        if constexpr (b_overwritten) return k < b_end ? bs[k] : b_last;
+        else return bs[k < b_valid ? k : 0];
+      },
+      [&](int, int, const TA& a_key, const TB& b_key) { return a_goes_first<bounds::lower>(a_key, b_key, comp); },
+      [&](int, bool from_a, int a_at, int b_at, const TA& a_key, const TB& b_key) {
+        if (from_a) {
+          if constexpr (a_writes_any) {
+            const bool m = a_needs_match && b_at < b_valid && !comp(a_key, b_key);
+            results.a(a_at) = b_at | (m ? match_flag : 0);
+          }
+          prev_a = a_key;
+        } else if constexpr (writes_output(TypeB)) {
+          const bool m = b_needs_match && (a_at > 0 || halo_a) && !comp(prev_a, b_key);
+          results.b(b_at) = a_at | (m ? match_flag : 0);
+        }
+      });
+}
+
 // The dense search of one tile: A's lower bounds into B, B's upper bounds
-// into A: the tile (and its halo) into shared memory, the merge walk, the
-// stores (store_search_tile).
+// into A: the tile (and its halo) into shared memory by a loader, the merge
+// walk (walk_search_tile), the stores (store_search_tile).
 template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt,
           class AOut, class BOut, class Comp>
 __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, const tile_range& r, bool ordered,
@@ -270,11 +370,15 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
   using TA = value_of<AIt>;
   using TB = value_of<BIt>;
   using layout = search_tile_layout<AIt, BIt, Box::nv>;
-  constexpr bool a_writes_any = writes_output(TypeA) || AWrites == a_writes::equal_count;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using loader = std::conditional_t<search_bulk_of<AIt, BIt>, bulk_search_loader, register_search_loader>;
+#else
+  using loader = register_search_loader;
+#endif
   constexpr bool a_needs_match = writes_match(TypeA) || AWrites == a_writes::equal_count;
   constexpr bool b_needs_match = writes_match(TypeB);
+  constexpr bool in_keys = results_in_key_slots<TA, TB>;
   const int tid = static_cast<int>(threadIdx.x);
-
   const int na = static_cast<int>(r.a1 - r.a0);
   const int count = r.count();
   const int nb = count - na;
@@ -282,100 +386,18 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
   // A elements, A's element before the range that of the first B elements.
   const int halo_a = b_needs_match && r.a0 > 0 ? 1 : 0;
   const int halo_b = a_needs_match && r.b1 < g.nb ? 1 : 0;
-  constexpr bool in_keys = results_in_key_slots<TA, TB>;
   TA* as = reinterpret_cast<TA*>(smem) + 1;
   TB* bs = reinterpret_cast<TB*>(smem + layout::b_offset(na));
   int* const results_array = reinterpret_cast<int*>(smem + layout::results);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr bool bulk = search_bulk_of<AIt, BIt>;
-#else
-  constexpr bool bulk = false;
-#endif
-
   const int b_valid = nb + halo_b;  // B's elements a match test may read
-  // B's keys are overwritten by their results while other threads walk
-  // (in_keys): a thread whose walk reaches the next thread's first B element
-  // takes it from here, where that thread left it before the walks began.
-  constexpr bool b_overwritten = in_keys && writes_output(TypeB);
-  __shared__ __align__(16) unsigned char first_b_bytes[b_overwritten ? Box::nt * sizeof(TB) : 1];
-  TB* const first_b = reinterpret_cast<TB*>(first_b_bytes);
   if (!ordered) {
     const result_slots<TA, TB, in_keys> results{as, bs, results_array, na};
     for (int j = tid; j < count; j += Box::nt) results[j] = 0;
   } else {
-    if constexpr (bulk) {
-      // A's range from byte 16, B's from the line after A's last. The copy
-      // engine writes only whole lines inside the ranges, so the halo
-      // elements (outside them) are the threads' to store.
-      bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + layout::barrier), tid);
-      as = loader.stage(g.a_keys + r.a0, na, smem + 16);
-      const auto a_end = reinterpret_cast<std::uintptr_t>(as + na) - reinterpret_cast<std::uintptr_t>(smem);
-      bs = loader.stage(g.b_keys + r.b0, nb, smem + (a_end + 15) / 16 * 16);
-      if (tid == 0 && halo_a) as[-1] = g.a_keys[r.a0 - 1];
-      if (tid == Box::nt - 1 && halo_b) bs[nb] = g.b_keys[r.b1];
-      loader.wait();
-    } else {
-      if (tid == 0 && halo_a) as[-1] = g.a_keys[r.a0 - 1];
-      if (tid == Box::nt - 1 && halo_b) bs[nb] = g.b_keys[r.b1];
-      load_search_tile<Box::nt, Box::vt, Full>(g.a_keys + r.a0, na, g.b_keys + r.b0, count, as, bs, tid);
-      __syncthreads();
-    }
-
-    // The tile's merge (A first on ties): A's element a records b (and
-    // match_flag), B's element b records a (result_slots). Each thread
-    // walks its VT steps, bounded by where the next thread starts: the walks
-    // then cover the tile's positions exactly once whatever the comparator
-    // does. Starts out of order (unsorted input) make the tile write no match
-    // and bound 0 instead. Keys are read only at in-range offsets; as[-1]
-    // stands in where A has no element before. The walk is the CTA merge's
-    // (merge_walk, cta_merge.cuh); what a step records is the search's.
-    // (Against the search's own loop it replaced, H200, 181 benchmark rows:
-    // 0.988-1.025, index_match on both sides 1.010-1.012 slower at 2^26 and
-    // 2^28, every other dense row within 1%.) Results kept in the key slots
-    // (in_keys) overwrite a thread's keys as it walks them: what it reads
-    // of its neighbours' (A's element before its start, B's element at its
-    // end) it reads before the walks begin.
-    const result_slots<TA, TB, in_keys> results{as, bs, results_array, na};
-    const int diag = Box::vt * tid < count ? Box::vt * tid : count;
-    const int diag_end = Box::vt * (tid + 1) < count ? Box::vt * (tid + 1) : count;
-    int a = merge_path<bounds::lower, int>(as, na, bs, nb, diag, comp);
-    int b = diag - a;
-    TA prev_a = as[a - 1];
-    __shared__ int starts[Box::nt];
-    starts[tid] = a;
-    if constexpr (b_overwritten) first_b[tid] = bs[b < b_valid ? b : 0];
-    __syncthreads();
-    const int a_end = tid + 1 < Box::nt ? starts[tid + 1] : na;
-    const int b_end = diag_end - a_end;
-    // The key the walk sees at b_end (A's last elements' match test).
-    TB b_last{};
-    if constexpr (b_overwritten) b_last = tid + 1 < Box::nt ? first_b[tid + 1] : bs[b_end];  // the halo (or unread)
-    if (__syncthreads_or(a_end < a || b_end < b)) {
-      for (int j = tid; j < count; j += Box::nt) results[j] = 0;
-    } else {
-      // Each step records the element's bound and match instead of the key.
-      merge_walk<Box::vt, Full>(
-          a, a_end, b, b_end, diag_end - diag, [&](int k) { return as[k < a_end ? k : -1]; },
-          [&](int k) {
-            if constexpr (b_overwritten) return k < b_end ? bs[k] : b_last;
-            else return bs[k < b_valid ? k : 0];
-          },
-          [&](int, int, const TA& a_key, const TB& b_key) {
-            return a_goes_first<bounds::lower>(a_key, b_key, comp);
-          },
-          [&](int, bool from_a, int a_at, int b_at, const TA& a_key, const TB& b_key) {
-            if (from_a) {
-              if constexpr (a_writes_any) {
-                const bool m = a_needs_match && b_at < b_valid && !comp(a_key, b_key);
-                results.a(a_at) = b_at | (m ? match_flag : 0);
-              }
-              prev_a = a_key;
-            } else if constexpr (writes_output(TypeB)) {
-              const bool m = b_needs_match && (a_at > 0 || halo_a) && !comp(prev_a, b_key);
-              results.b(b_at) = a_at | (m ? match_flag : 0);
-            }
-          });
-    }
+    loader::template load<Box, Full, layout>(g, r, na, nb, count, halo_a, halo_b, smem, as, bs, tid);
+    walk_search_tile<Box, Full, TypeA, TypeB, AWrites>(as, bs, na, nb, count, b_valid, halo_a,
+                                                       result_slots<TA, TB, in_keys>{as, bs, results_array, na}, comp,
+                                                       tid);
   }
   __syncthreads();
   store_search_tile<Box, Full, TypeA, TypeB, AWrites>(g, r, as, na, bs, nb, count, b_valid,
