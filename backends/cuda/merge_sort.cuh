@@ -38,7 +38,12 @@
 #include <optional>
 #include <vector>
 
+#include "sort/block_sort.cuh"
+#include "sort/one_kernel.cuh"
+#include "sort/pass.cuh"
+#include "sort/pass_partition.cuh"
 #include "sort/plan.cuh"
+#include "sort/sortedness.cuh"
 
 namespace libmerge::detail::cuda_backend {
 

@@ -2,7 +2,7 @@
 // cub::BlockMergeSort.
 #pragma once
 
-#include "sortedness.cuh"
+#include "state.cuh"
 
 namespace libmerge::detail::cuda_backend {
 

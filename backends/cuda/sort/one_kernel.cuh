@@ -1,7 +1,9 @@
 // Stage 5 of the merge sort: small sorts in one cooperative kernel.
 #pragma once
 
+#include "block_sort.cuh"
 #include "pass.cuh"
+#include "pass_partition.cuh"
 
 namespace libmerge::detail::cuda_backend {
 
@@ -145,19 +147,5 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
   }
   return true;
 }
-
-// The tuning line's one-kernel size class: sorts of fewer than 2^Log2 elements
-// go through one_kernel_sort_kernel with Box, its registers sized for Ctas
-// CTAs an SM, the block sort a kernel of its own from 2^SeparateLog2 on.
-// Log2 = 0: none; SeparateLog2 = 0: never separate.
-template <class Box, int Ctas, int Log2, int SeparateLog2>
-struct one_kernel_class {
-  using box = Box;
-  static constexpr int ctas = Ctas;
-  static constexpr int log2 = Log2;
-  static constexpr int separate_log2 = SeparateLog2;
-};
-
-using no_one_kernel = one_kernel_class<launch_box<32, 1>, 1, 0, 0>;
 
 }  // namespace libmerge::detail::cuda_backend

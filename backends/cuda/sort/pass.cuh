@@ -2,7 +2,7 @@
 // copy back to the caller's buffers.
 #pragma once
 
-#include "pass_partition.cuh"
+#include "state.cuh"
 
 namespace libmerge::detail::cuda_backend {
 

@@ -2,7 +2,7 @@
 // group's runs (pass_partition_kernel), from the run samples.
 #pragma once
 
-#include "block_sort.cuh"
+#include "state.cuh"
 #include "../../engine/bounds.hpp"
 
 namespace libmerge::detail::cuda_backend {
@@ -17,23 +17,6 @@ __device__ __forceinline__ pass_shape make_pass_shape(index_t n, index_t width, 
   return {width, static_cast<int>(tiles_per_group),
           static_cast<int>((groups - 1) * tiles_per_group + (last + nv - 1) / nv)};
 }
-
-// What the host knows of a pass before anything runs: its run width as a
-// multiple (scale) of the first width, which is a block-sort tile (bs_nv)
-// unless the input turns out to be sorted runs of more; first_buffer: where
-// the block sort puts its output. The kernels work out the pass's shape on the
-// device (pass_shape_of); the host launches a grid for the most tiles any
-// first width can give (launch_tiles). pair_spacing: a 4-way pass's pair
-// samples' spacing, in run samples, when it partitions on them
-// (pair_spacing_on_samples below).
-struct pass_plan {
-  index_t scale;
-  int ways;
-  index_t bs_nv;
-  int first_buffer;
-  index_t launch_tiles;
-  index_t pair_spacing;
-};
 
 __device__ __forceinline__ pass_shape pass_shape_of(const pass_plan& p, const sort_flags& flags, index_t n,
                                                     index_t nv) {
@@ -84,27 +67,6 @@ LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv
   return width % sample_every == 0 && nv % sample_every == 0 && nv >= 8 * sample_every;
 }
 
-// The pair samples' spacing, in run samples, of a pass that partitions on
-// them: a tile (nv / sample_every samples), so that a tile's start is a
-// sample's rank, or for sorts of at most quarter_spaced_tiles tiles a pass
-// a quarter tile (the largest divisor of the tile up to a quarter of it), so
-// that the partition's search over the samples leaves its nested searches a
-// quarter tile: H200, int32 keys, 0.953x the sort's time at 2^24 and 0.99x
-// at 2^26 (partition 28.8 to 25.7 us a pass at 2^24); at 2^28 (22795
-// tiles) half-tile samples took 1.008x, their kernel's added time (12-24 to
-// 31-37 us a pass) more than the partition's gain. The host works it out
-// once (plan_passes), so the kernels do not.
-inline constexpr index_t quarter_spaced_tiles = 8192;
-
-inline index_t pair_spacing_on_samples(index_t n, index_t nv) {
-  const index_t snv = nv / sample_every;
-  if (snv < 4 || (n + nv - 1) / nv > quarter_spaced_tiles) return snv > 1 ? snv : 1;
-  for (index_t p = snv / 4; p > 1; --p) {
-    if (snv % p == 0) return p;
-  }
-  return 1;
-}
-
 // A 4-way pass's pair samples over runs of `width` keys: spacing (in keys,
 // a tile, or when the pass partitions on run samples, `sampled`, in
 // samples), stride (a pair's) and count (in all).
@@ -132,12 +94,6 @@ __device__ __forceinline__ void sample_half(const run_half<4, K>& half, index_t 
   if (rank < half.size()) keys[0] = half.at(rank, s, comp);
   if (rank > 0) keys[1] = last_before(half, rank, s, comp);
 }
-
-// Threads a block of the small kernels around the passes: the sample
-// kernels (a sample a thread) and the copy back (a grid-stride copy). The
-// launches below use the same constants as the kernels' launch bounds.
-inline constexpr int sample_threads = 128;
-inline constexpr int copy_threads = 256;
 
 template <class K, class Comp>
 __global__ void __launch_bounds__(sample_threads)
@@ -199,18 +155,6 @@ __device__ __forceinline__ void clamp_pieces(const index_t (&len)[Ways], const i
     }
   }
 }
-
-// What a pass tile needs, worked out by its partition kernel so that the pass
-// kernel's threads do none of the group's 64-bit geometry (that was a fifth
-// of a 4-way pass kernel's instructions, each thread of the CTA doing it all):
-// piece k is [at[k], at[k] + size[k]) of the source buffers, the output
-// starts at out, and the pieces are already clamped (clamp_pieces).
-template <int Ways>
-struct alignas(16) tile_desc {
-  index_t at[Ways];
-  index_t out;
-  std::uint16_t size[Ways];  // a tile holds at most 65535 elements (launch_box)
-};
 
 // Tile [d0, d1) of group `group` (runs g): its pieces [start[k], end[k]) of
 // the runs, clamped (clamp_pieces), as a descriptor.

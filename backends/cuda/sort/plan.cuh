@@ -3,7 +3,7 @@
 // across GPUs leaves its data.
 #pragma once
 
-#include "one_kernel.cuh"
+#include "state.cuh"
 
 namespace libmerge::detail::cuda_backend {
 
