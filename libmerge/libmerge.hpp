@@ -27,3 +27,5 @@
 #if LIBMERGE_HAS_CUDA
 #include "../backends/cuda/backend.cuh"
 #endif
+
+#include "../policies/thrust.hpp"

@@ -1,7 +1,7 @@
 // lm::cuda::par: run on the current CUDA device, on a stream, with the CUDA
 // backend. Thrust's CUDA policies (thrust::device, thrust::cuda::par.on(s))
 // select the same backend, so libmerge calls are drop-ins for Thrust's
-// (backends/cuda/thrust_policies.cuh). A policy is plain data: this file
+// (policies/thrust.hpp). A policy is plain data: this file
 // includes nothing from backends/.
 //
 //   lm::cuda::par                          default stream, tuned launch boxes,

@@ -1,6 +1,6 @@
 // lm::omp::par: run on a team of OpenMP threads with the OpenMP backend
-// (backends/omp/). Thrust's host policies select libmerge's host backends, so
-// libmerge calls are drop-ins for Thrust's there too:
+// (backends/omp/). Thrust's host policies select libmerge's host backends
+// (policies/thrust.hpp), so libmerge calls are drop-ins for Thrust's there too:
 //
 //   lm::omp::par                 OpenMP's default team (omp_get_max_threads(),
 //                                i.e. OMP_NUM_THREADS or one per core), fewer
@@ -59,58 +59,3 @@ class policy {
 inline constexpr policy par{};
 
 }  // namespace libmerge::omp
-
-// ---------------------------------------------------------------------------
-// Thrust's host policies, when Thrust's headers are on the include path (nvcc
-// always has them; for g++ add CUDA's include/cccl). Only the policy tags'
-// base classes are included (what is_base_of below needs), which compile with
-// g++ alone: detail/execution_policy.h is in every CCCL from the toolkit's
-// 3.0 to the newest (3.6, where detail/par.h, included here before, is gone
-// and thrust::omp::par support silently disappeared). The public
-// execution_policy.h headers pull in every algorithm of the system. Define
-// LIBMERGE_NO_THRUST_POLICIES to leave Thrust out entirely.
-#if !defined(LIBMERGE_NO_THRUST_POLICIES) && __has_include(<thrust/system/omp/detail/execution_policy.h>)
-#include <thrust/detail/execute_with_allocator_fwd.h>
-#include <thrust/system/cpp/detail/execution_policy.h>
-#include <thrust/system/omp/detail/execution_policy.h>
-#include <thrust/system/tbb/detail/execution_policy.h>
-
-namespace libmerge::detail {
-
-// Thrust's host systems derive from one another (omp's and tbb's policies are
-// cpp policies too), so "cpp" means a cpp policy that is neither.
-template <class P>
-inline constexpr bool is_thrust_omp_policy = std::is_base_of_v<thrust::system::omp::detail::execution_policy<P>, P>;
-template <class P>
-inline constexpr bool is_thrust_cpp_policy =
-    std::is_base_of_v<thrust::system::cpp::detail::execution_policy<P>, P> && !is_thrust_omp_policy<P> &&
-    !std::is_base_of_v<thrust::system::tbb::detail::execution_policy<P>, P>;
-
-// thrust::omp::par(alloc) and thrust::cpp::par(alloc) carry an allocator for
-// Thrust's temporary storage; libmerge would silently ignore it, so they are refused.
-template <class P>
-struct is_thrust_host_policy_with_allocator : std::false_type {};
-template <class A, template <class> class Base>
-struct is_thrust_host_policy_with_allocator<thrust::detail::execute_with_allocator<A, Base>> : std::true_type {};
-
-template <class P>
-struct policy_adapter<P, std::enable_if_t<is_thrust_omp_policy<P>>> {
-  static_assert(!is_thrust_host_policy_with_allocator<P>::value,
-                "libmerge: Thrust policies that carry their own allocator (thrust::omp::par(alloc)) are not "
-                "supported; pass lm::omp::par instead");
-  static constexpr bool is_policy = true;
-  // Thrust's OpenMP system has no team size of its own: OpenMP's default, as in Thrust.
-  static libmerge::omp::policy adapt(const P&) { return libmerge::omp::par; }
-};
-
-template <class P>
-struct policy_adapter<P, std::enable_if_t<is_thrust_cpp_policy<P>>> {
-  static_assert(!is_thrust_host_policy_with_allocator<P>::value,
-                "libmerge: Thrust policies that carry their own allocator (thrust::cpp::par(alloc)) are not "
-                "supported; pass lm::serial instead");
-  static constexpr bool is_policy = true;
-  static const serial_policy& adapt(const P&) { return libmerge::serial; }
-};
-
-}  // namespace libmerge::detail
-#endif

@@ -8,4 +8,3 @@
 #include "sort/runs.cuh"
 #include "precondition.cuh"
 #include "sorted_search.cuh"
-#include "thrust_policies.cuh"

@@ -1,0 +1,101 @@
+// Thrust's execution policies as libmerge policies: the one file that uses
+// Thrust's detail:: names. Thrust has no public way to ask a policy for its
+// stream, whether it synchronizes, or which host system it is, and libmerge
+// must honour all three to be a drop-in for Thrust's algorithms:
+//
+//   thrust::omp::par                           lm::omp::par
+//   thrust::cpp::par, thrust::host             lm::serial
+//   thrust::device, thrust::cuda::par(.on(s))  lm::cuda::par on the policy's stream, waiting
+//                                              for it at the end as Thrust does
+//   thrust::cuda::par_nosync                   the same without the wait
+//
+// The host part needs Thrust's headers on the include path (nvcc always has
+// them; for g++ add CUDA's include/cccl), the CUDA part nvcc. Define
+// LIBMERGE_NO_THRUST_POLICIES to leave Thrust out entirely.
+#pragma once
+
+#include <type_traits>
+
+#include "../libmerge/detail/config.hpp"
+#include "../libmerge/detail/dispatch.hpp"
+#include "omp.hpp"
+#include "serial.hpp"
+
+// Only the host policy tags' base classes are included (what is_base_of
+// below needs), which compile with g++ alone: detail/execution_policy.h is
+// in every CCCL from the toolkit's 3.0 to the newest (3.6, where
+// detail/par.h, included here before, is gone and thrust::omp::par support
+// silently disappeared). The public execution_policy.h headers pull in every
+// algorithm of the system.
+#if !defined(LIBMERGE_NO_THRUST_POLICIES) && __has_include(<thrust/system/omp/detail/execution_policy.h>)
+#include <thrust/detail/execute_with_allocator_fwd.h>
+#include <thrust/system/cpp/detail/execution_policy.h>
+#include <thrust/system/omp/detail/execution_policy.h>
+#include <thrust/system/tbb/detail/execution_policy.h>
+
+namespace libmerge::detail {
+
+// Thrust's host systems derive from one another (omp's and tbb's policies are
+// cpp policies too), so "cpp" means a cpp policy that is neither.
+template <class P>
+inline constexpr bool is_thrust_omp_policy = std::is_base_of_v<thrust::system::omp::detail::execution_policy<P>, P>;
+template <class P>
+inline constexpr bool is_thrust_cpp_policy =
+    std::is_base_of_v<thrust::system::cpp::detail::execution_policy<P>, P> && !is_thrust_omp_policy<P> &&
+    !std::is_base_of_v<thrust::system::tbb::detail::execution_policy<P>, P>;
+
+// thrust::omp::par(alloc), thrust::cpp::par(alloc) and thrust::cuda::par(alloc)
+// carry an allocator for Thrust's temporary storage; libmerge would silently
+// ignore it, so they are refused.
+template <class P>
+struct is_thrust_policy_with_allocator : std::false_type {};
+template <class A, template <class> class Base>
+struct is_thrust_policy_with_allocator<thrust::detail::execute_with_allocator<A, Base>> : std::true_type {};
+
+template <class P>
+struct policy_adapter<P, std::enable_if_t<is_thrust_omp_policy<P>>> {
+  static_assert(!is_thrust_policy_with_allocator<P>::value,
+                "libmerge: Thrust policies that carry their own allocator (thrust::omp::par(alloc)) are not "
+                "supported; pass lm::omp::par instead");
+  static constexpr bool is_policy = true;
+  // Thrust's OpenMP system has no team size of its own: OpenMP's default, as in Thrust.
+  static libmerge::omp::policy adapt(const P&) { return libmerge::omp::par; }
+};
+
+template <class P>
+struct policy_adapter<P, std::enable_if_t<is_thrust_cpp_policy<P>>> {
+  static_assert(!is_thrust_policy_with_allocator<P>::value,
+                "libmerge: Thrust policies that carry their own allocator (thrust::cpp::par(alloc)) are not "
+                "supported; pass lm::serial instead");
+  static constexpr bool is_policy = true;
+  static const serial_policy& adapt(const P&) { return libmerge::serial; }
+};
+
+}  // namespace libmerge::detail
+
+#if LIBMERGE_HAS_CUDA
+#include <thrust/system/cuda/detail/util.h>
+#include <thrust/system/cuda/execution_policy.h>
+
+#include "cuda.hpp"
+
+namespace libmerge::detail {
+
+// thrust::device and thrust::cuda::par wait for the stream at the end of an
+// algorithm, thrust::cuda::par_nosync does not, and libmerge does the same.
+template <class P>
+struct policy_adapter<P, std::enable_if_t<std::is_base_of_v<thrust::cuda_cub::execution_policy<P>, P>>> {
+  static_assert(!is_thrust_policy_with_allocator<P>::value,
+                "libmerge: Thrust policies that carry their own allocator (thrust::cuda::par(alloc)) are not "
+                "supported; pass lm::cuda::par.on(stream).with_allocator(a) instead");
+  static constexpr bool is_policy = true;
+  static cuda::policy<> adapt(const P& p) {
+    P copy = p;  // thrust's accessors take a non-const reference
+    return cuda::policy<>(thrust::cuda_cub::stream(copy), cuda::pool_allocator{},
+                          thrust::cuda_cub::must_perform_optional_synchronization(copy));
+  }
+};
+
+}  // namespace libmerge::detail
+#endif  // LIBMERGE_HAS_CUDA
+#endif  // Thrust's headers
