@@ -66,6 +66,17 @@ inline constexpr std::size_t tile_smem_portable = 96 * 1024;
 inline constexpr std::size_t smem_without_opt_in = 48 * 1024;
 inline constexpr std::size_t tile_smem_merge = smem_without_opt_in;
 
+// The threads a tile of vt elements of element_bytes a thread may have
+// within limit bytes: nt, halved while the tile is larger, in whole warps
+// (power_of_two: halved exactly, as cub::BlockMergeSort needs), down to one
+// warp. The merge, sort and search tables shrink their boxes with it.
+constexpr int fit_threads(int nt, int vt, std::size_t element_bytes, std::size_t limit, bool power_of_two = false) {
+  while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * element_bytes > limit) {
+    nt = power_of_two ? nt / 2 : (nt / 2 + 31) / 32 * 32;
+  }
+  return nt;
+}
+
 // merge and merge_by_key: from `arch` (compute capability x 10) upward, until
 // the next line, nt threads per CTA and, per thread, vt_keys 4-byte keys
 // (merge) or vt_pairs pairs of 4-byte keys and values (merge_by_key), scaled by

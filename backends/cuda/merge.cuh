@@ -307,12 +307,7 @@ struct merge_table {
   // tuning::tile_smem_merge get fewer threads too (halving, but always whole
   // warps, down to one warp).
   static constexpr int nt(int line_nt, int vt) {
-    int nt = line_nt;
-    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * tile_bytes >
-                          tuning::tile_smem_merge) {
-      nt = (nt / 2 + 31) / 32 * 32;
-    }
-    return nt;
+    return tuning::fit_threads(line_nt, vt, tile_bytes, tuning::tile_smem_merge);
   }
   // Line I's boxes: the large tiles, the small ones, and the size (log2) from
   // which the large ones are used.

@@ -266,12 +266,7 @@ struct search_table {
   // too, halving in whole warps, within tuning::tile_smem_portable.
   // (Before, keys above about 448 bytes threw invalid_argument on H100.)
   static constexpr int nt(int line_nt, int vt) {
-    int nt = line_nt;
-    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * (elem + sizeof(int)) >
-                          tuning::tile_smem_portable) {
-      nt = (nt / 2 + 31) / 32 * 32;
-    }
-    return nt;
+    return tuning::fit_threads(line_nt, vt, elem + sizeof(int), tuning::tile_smem_portable);
   }
   // A line's values a thread for these keys.
   static constexpr int vt_of(const tuning::search_line& line) {

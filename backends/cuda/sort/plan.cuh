@@ -38,11 +38,7 @@ struct merge_sort_table {
     return pairs ? tuning::scale_vt(vt_pairs, 8, element_bytes) : tuning::scale_vt(vt_keys, 4, sizeof(K));
   }
   static constexpr int shrink(int nt, int vt, std::size_t bytes_per_element, bool power_of_two) {
-    while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * bytes_per_element >
-                          tuning::tile_smem_portable) {
-      nt = power_of_two ? nt / 2 : (nt / 2 + 31) / 32 * 32;
-    }
-    return nt;
+    return tuning::fit_threads(nt, vt, bytes_per_element, tuning::tile_smem_portable, power_of_two);
   }
   // Line I's boxes: the block sort's, the passes', the ways and the size
   // (log2) from which passes are 4-way; then the passes' box of large sorts
