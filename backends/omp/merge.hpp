@@ -124,12 +124,19 @@ void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t 
     });
     t.barrier();
     t.run([&] {
+      // Each run's cuts made non-decreasing (the largest so far): the same
+      // cuts for sorted input under a strict weak ordering, and for any other
+      // input still pieces that cover each run once, written where their
+      // sizes put them, so no element is read or written by two threads.
       std::vector<Run> pieces(k);
+      index_t o = 0;
       for (std::size_t i = 0; i < k; ++i) {
-        const index_t end = r + 1 < p ? mine[k + i] : runs[i].n;
-        pieces[i] = {runs[i].first + mine[i], end - mine[i], advanced(runs[i].vals, mine[i])};
+        index_t begin = 0, end = runs[i].n;
+        for (int c = 0; c <= r; ++c) begin = std::max(begin, cuts[static_cast<std::size_t>(c) * k + i]);
+        if (r + 1 < p) end = std::max(begin, cuts[static_cast<std::size_t>(r + 1) * k + i]);
+        o += begin;
+        pieces[i] = {runs[i].first + begin, end - begin, advanced(runs[i].vals, begin)};
       }
-      const index_t o = share_begin(total, p, r);
       serial::multiway_merge_into(pieces, keys_out + o, advanced(vals_out, o), comp);
     });
   });

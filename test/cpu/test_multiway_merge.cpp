@@ -161,3 +161,31 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused_with_nothing_written) {
     }
   });
 }
+
+// Unsorted ranges under an unchecked policy break the precondition: the
+// output is unspecified, but every element lands exactly once (each team's
+// shares still cover every range once) and nothing past the output is
+// written.
+BOOST_AUTO_TEST_CASE(unsorted_input_unchecked_writes_each_element_once) {
+  std::mt19937_64 g(77);
+  for (int iter = 0; iter < 40; ++iter) {
+    const int k = 2 + static_cast<int>(g() % 7);
+    std::vector<std::vector<int>> runs(static_cast<std::size_t>(k));
+    std::vector<int> all;
+    for (auto& r : runs) {
+      r.resize(g() % 2000);
+      for (int& x : r) x = static_cast<int>(g() % 100);  // not sorted
+      all.insert(all.end(), r.begin(), r.end());
+    }
+    std::sort(all.begin(), all.end());
+    const ranges_t ranges = ranges_of(runs);
+    each_policy([&](const auto& policy, const char* name) {
+      std::vector<int> out(all.size() + 1, -7);
+      lm::multiway_merge(policy, ranges.begin(), ranges.end(), out.begin());
+      BOOST_TEST_REQUIRE(out.back() == -7, name);
+      out.pop_back();
+      std::sort(out.begin(), out.end());
+      BOOST_TEST_REQUIRE((out == all), "case " << iter << " on " << name);
+    });
+  }
+}
