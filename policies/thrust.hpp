@@ -10,8 +10,8 @@
 //   thrust::cuda::par_nosync                   the same without the wait
 //
 // The host part needs Thrust's headers on the include path (nvcc always has
-// them; for g++ add CUDA's include/cccl), the CUDA part nvcc. Define
-// LIBMERGE_NO_THRUST_POLICIES to leave Thrust out entirely.
+// them; for g++ add CUDA's include/cccl); define LIBMERGE_NO_THRUST_POLICIES
+// to leave it out. The CUDA part comes with every nvcc build.
 #pragma once
 
 #include <type_traits>
@@ -44,17 +44,17 @@ inline constexpr bool is_thrust_cpp_policy =
     std::is_base_of_v<thrust::system::cpp::detail::execution_policy<P>, P> && !is_thrust_omp_policy<P> &&
     !std::is_base_of_v<thrust::system::tbb::detail::execution_policy<P>, P>;
 
-// thrust::omp::par(alloc), thrust::cpp::par(alloc) and thrust::cuda::par(alloc)
-// carry an allocator for Thrust's temporary storage; libmerge would silently
-// ignore it, so they are refused.
+// thrust::omp::par(alloc) and thrust::cpp::par(alloc) carry an allocator for
+// Thrust's temporary storage; libmerge would silently ignore it, so they are
+// refused (the CUDA policies likewise, below).
 template <class P>
-struct is_thrust_policy_with_allocator : std::false_type {};
+struct is_thrust_host_policy_with_allocator : std::false_type {};
 template <class A, template <class> class Base>
-struct is_thrust_policy_with_allocator<thrust::detail::execute_with_allocator<A, Base>> : std::true_type {};
+struct is_thrust_host_policy_with_allocator<thrust::detail::execute_with_allocator<A, Base>> : std::true_type {};
 
 template <class P>
 struct policy_adapter<P, std::enable_if_t<is_thrust_omp_policy<P>>> {
-  static_assert(!is_thrust_policy_with_allocator<P>::value,
+  static_assert(!is_thrust_host_policy_with_allocator<P>::value,
                 "libmerge: Thrust policies that carry their own allocator (thrust::omp::par(alloc)) are not "
                 "supported; pass lm::omp::par instead");
   static constexpr bool is_policy = true;
@@ -64,7 +64,7 @@ struct policy_adapter<P, std::enable_if_t<is_thrust_omp_policy<P>>> {
 
 template <class P>
 struct policy_adapter<P, std::enable_if_t<is_thrust_cpp_policy<P>>> {
-  static_assert(!is_thrust_policy_with_allocator<P>::value,
+  static_assert(!is_thrust_host_policy_with_allocator<P>::value,
                 "libmerge: Thrust policies that carry their own allocator (thrust::cpp::par(alloc)) are not "
                 "supported; pass lm::serial instead");
   static constexpr bool is_policy = true;
@@ -72,8 +72,11 @@ struct policy_adapter<P, std::enable_if_t<is_thrust_cpp_policy<P>>> {
 };
 
 }  // namespace libmerge::detail
+#endif  // Thrust's host headers
 
+// The CUDA policies, wherever nvcc compiles (as every CUDA build has Thrust).
 #if LIBMERGE_HAS_CUDA
+#include <thrust/detail/execute_with_allocator_fwd.h>
 #include <thrust/system/cuda/detail/util.h>
 #include <thrust/system/cuda/execution_policy.h>
 
@@ -81,11 +84,16 @@ struct policy_adapter<P, std::enable_if_t<is_thrust_cpp_policy<P>>> {
 
 namespace libmerge::detail {
 
+template <class P>
+struct is_thrust_cuda_policy_with_allocator : std::false_type {};
+template <class A, template <class> class Base>
+struct is_thrust_cuda_policy_with_allocator<thrust::detail::execute_with_allocator<A, Base>> : std::true_type {};
+
 // thrust::device and thrust::cuda::par wait for the stream at the end of an
 // algorithm, thrust::cuda::par_nosync does not, and libmerge does the same.
 template <class P>
 struct policy_adapter<P, std::enable_if_t<std::is_base_of_v<thrust::cuda_cub::execution_policy<P>, P>>> {
-  static_assert(!is_thrust_policy_with_allocator<P>::value,
+  static_assert(!is_thrust_cuda_policy_with_allocator<P>::value,
                 "libmerge: Thrust policies that carry their own allocator (thrust::cuda::par(alloc)) are not "
                 "supported; pass lm::cuda::par.on(stream).with_allocator(a) instead");
   static constexpr bool is_policy = true;
@@ -98,4 +106,3 @@ struct policy_adapter<P, std::enable_if_t<std::is_base_of_v<thrust::cuda_cub::ex
 
 }  // namespace libmerge::detail
 #endif  // LIBMERGE_HAS_CUDA
-#endif  // Thrust's headers
