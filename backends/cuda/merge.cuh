@@ -472,8 +472,9 @@ void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t 
       } else {
         unsigned char* to = temp->template as<unsigned char>() + ((levels - l - 1) % 2) * bytes;
         K* k_to = reinterpret_cast<K*>(to) + out;
-        V* v_to = reinterpret_cast<V*>(to + key_bytes) + out;
+        V* v_to = nullptr;  // (keys only: no value buffer)
         if constexpr (with_values) {
+          v_to = reinterpret_cast<V*>(to + key_bytes) + out;
           merge(policy, a.first, a.n, b.first, nb, vals(a), vals(b), k_to, v_to, comp);
         } else {
           merge(policy, a.first, a.n, b.first, nb, vals(a), vals(b), k_to, no_values{}, comp);
