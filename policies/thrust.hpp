@@ -28,7 +28,28 @@
 // silently disappeared). The public execution_policy.h headers pull in every
 // algorithm of the system.
 #if !defined(LIBMERGE_NO_THRUST_POLICIES) && __has_include(<thrust/system/omp/detail/execution_policy.h>)
+#define LIBMERGE_THRUST_HOST_POLICIES 1
+#else
+#define LIBMERGE_THRUST_HOST_POLICIES 0
+#endif
+
+#if LIBMERGE_THRUST_HOST_POLICIES || LIBMERGE_HAS_CUDA
 #include <thrust/detail/execute_with_allocator_fwd.h>
+
+namespace libmerge::detail {
+
+// thrust::omp::par(alloc), thrust::cpp::par(alloc) and thrust::cuda::par(alloc)
+// carry an allocator for Thrust's temporary storage; libmerge would silently
+// ignore it, so they are refused.
+template <class P>
+struct is_thrust_policy_with_allocator : std::false_type {};
+template <class A, template <class> class Base>
+struct is_thrust_policy_with_allocator<thrust::detail::execute_with_allocator<A, Base>> : std::true_type {};
+
+}  // namespace libmerge::detail
+#endif
+
+#if LIBMERGE_THRUST_HOST_POLICIES
 #include <thrust/system/cpp/detail/execution_policy.h>
 #include <thrust/system/omp/detail/execution_policy.h>
 #include <thrust/system/tbb/detail/execution_policy.h>
@@ -44,17 +65,9 @@ inline constexpr bool is_thrust_cpp_policy =
     std::is_base_of_v<thrust::system::cpp::detail::execution_policy<P>, P> && !is_thrust_omp_policy<P> &&
     !std::is_base_of_v<thrust::system::tbb::detail::execution_policy<P>, P>;
 
-// thrust::omp::par(alloc) and thrust::cpp::par(alloc) carry an allocator for
-// Thrust's temporary storage; libmerge would silently ignore it, so they are
-// refused (the CUDA policies likewise, below).
-template <class P>
-struct is_thrust_host_policy_with_allocator : std::false_type {};
-template <class A, template <class> class Base>
-struct is_thrust_host_policy_with_allocator<thrust::detail::execute_with_allocator<A, Base>> : std::true_type {};
-
 template <class P>
 struct policy_adapter<P, std::enable_if_t<is_thrust_omp_policy<P>>> {
-  static_assert(!is_thrust_host_policy_with_allocator<P>::value,
+  static_assert(!is_thrust_policy_with_allocator<P>::value,
                 "libmerge: Thrust policies that carry their own allocator (thrust::omp::par(alloc)) are not "
                 "supported; pass lm::omp::par instead");
   static constexpr bool is_policy = true;
@@ -64,7 +77,7 @@ struct policy_adapter<P, std::enable_if_t<is_thrust_omp_policy<P>>> {
 
 template <class P>
 struct policy_adapter<P, std::enable_if_t<is_thrust_cpp_policy<P>>> {
-  static_assert(!is_thrust_host_policy_with_allocator<P>::value,
+  static_assert(!is_thrust_policy_with_allocator<P>::value,
                 "libmerge: Thrust policies that carry their own allocator (thrust::cpp::par(alloc)) are not "
                 "supported; pass lm::serial instead");
   static constexpr bool is_policy = true;
@@ -76,7 +89,6 @@ struct policy_adapter<P, std::enable_if_t<is_thrust_cpp_policy<P>>> {
 
 // The CUDA policies, wherever nvcc compiles (as every CUDA build has Thrust).
 #if LIBMERGE_HAS_CUDA
-#include <thrust/detail/execute_with_allocator_fwd.h>
 #include <thrust/system/cuda/detail/util.h>
 #include <thrust/system/cuda/execution_policy.h>
 
@@ -84,16 +96,11 @@ struct policy_adapter<P, std::enable_if_t<is_thrust_cpp_policy<P>>> {
 
 namespace libmerge::detail {
 
-template <class P>
-struct is_thrust_cuda_policy_with_allocator : std::false_type {};
-template <class A, template <class> class Base>
-struct is_thrust_cuda_policy_with_allocator<thrust::detail::execute_with_allocator<A, Base>> : std::true_type {};
-
 // thrust::device and thrust::cuda::par wait for the stream at the end of an
 // algorithm, thrust::cuda::par_nosync does not, and libmerge does the same.
 template <class P>
 struct policy_adapter<P, std::enable_if_t<std::is_base_of_v<thrust::cuda_cub::execution_policy<P>, P>>> {
-  static_assert(!is_thrust_cuda_policy_with_allocator<P>::value,
+  static_assert(!is_thrust_policy_with_allocator<P>::value,
                 "libmerge: Thrust policies that carry their own allocator (thrust::cuda::par(alloc)) are not "
                 "supported; pass lm::cuda::par.on(stream).with_allocator(a) instead");
   static constexpr bool is_policy = true;
