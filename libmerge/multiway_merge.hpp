@@ -59,40 +59,25 @@ auto runs_of(RangeIt ranges_first, RangeIt ranges_last, ValsIt vals, const char*
   return runs;
 }
 
-// Outputs against every input (names "ranges[k]", "vals[k]"), and a checked
-// call's sortedness of every range.
+// Outputs against every input (check_runs_disjoint, names ranges[k] and
+// vals[k]), a checked call's sortedness of every range, then the backend.
+// Returns the elements in all.
 template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
-void check_runs(const Policy& policy, const std::vector<Run>& runs, index_t total, KeysOut keys_out, ValsOut vals_out,
-                const Comp& comp, const char* algorithm) {
-  std::vector<std::string> names;
-  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("ranges[" + std::to_string(k) + "]");
-  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("vals[" + std::to_string(k) + "]");
-  std::vector<byte_range> inputs;
-  for (std::size_t k = 0; k < runs.size(); ++k) {
-    inputs.push_back(range_of(names[k].c_str(), runs[k].first, runs[k].n));
-    if constexpr (has_values<decltype(runs[k].vals)>) {
-      inputs.push_back(range_of(names[runs.size() + k].c_str(), runs[k].vals, runs[k].n));
-    }
-  }
-  const byte_range outputs[2] = {range_of(has_values<ValsOut> ? "keys_out" : "out", keys_out, total),
-                                 range_of("vals_out", vals_out, total)};
-  check_disjoint(algorithm, outputs, has_values<ValsOut> ? 2 : 1, inputs.data(), inputs.size());
-  if constexpr (is_checked_v<Policy>) {
-    for (std::size_t k = 0; k < runs.size(); ++k) {
-      checked_sorted(policy, runs[k].first, runs[k].n, comp, algorithm, names[k].c_str());
-    }
-  }
-}
-
-template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
-void multiway_merge_runs(const Policy& policy, const std::vector<Run>& runs, KeysOut keys_out, ValsOut vals_out,
-                         Comp comp, const char* algorithm) {
+index_t multiway_merge_runs(const Policy& policy, const std::vector<Run>& runs, KeysOut keys_out, ValsOut vals_out,
+                            Comp comp, const char* algorithm) {
   index_t total = 0;
   for (const Run& r : runs) total += r.n;
-  if (total == 0) return;
-  check_runs(policy, runs, total, keys_out, vals_out, comp, algorithm);
+  if (total == 0) return 0;
+  check_runs_disjoint(algorithm, runs, total, keys_out, vals_out,
+                      [](const char* name, auto it, index_t n) { return range_of(name, it, n); });
+  if constexpr (is_checked_v<Policy>) {
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      checked_sorted(policy, runs[k].first, runs[k].n, comp, algorithm, ("ranges[" + std::to_string(k) + "]").c_str());
+    }
+  }
   const auto& exec = resolve_policy(policy);
   impl_for<algo::multiway_merge, Policy>::run(exec, runs, total, keys_out, vals_out, comp);
+  return total;
 }
 
 }  // namespace detail
@@ -103,10 +88,7 @@ void multiway_merge_runs(const Policy& policy, const std::vector<Run>& runs, Key
 template <class Policy, class RangeIt, class OutIt, class Comp = less<>, class = detail::require_policy<Policy>>
 OutIt multiway_merge(const Policy& policy, RangeIt ranges_first, RangeIt ranges_last, OutIt out, Comp comp = Comp()) {
   const auto runs = detail::runs_of(ranges_first, ranges_last, detail::no_values{}, "multiway_merge");
-  detail::multiway_merge_runs(policy, runs, out, detail::no_values{}, comp, "multiway_merge");
-  index_t total = 0;
-  for (const auto& r : runs) total += r.n;
-  return out + total;
+  return out + detail::multiway_merge_runs(policy, runs, out, detail::no_values{}, comp, "multiway_merge");
 }
 
 // multiway_merge of keys with values moving alongside: range k's values start
@@ -118,9 +100,7 @@ std::pair<KeyOutIt, ValOutIt> multiway_merge_by_key(const Policy& policy, RangeI
                                                     RangeIt key_ranges_last, ValsFirstsIt vals_firsts,
                                                     KeyOutIt keys_out, ValOutIt vals_out, Comp comp = Comp()) {
   const auto runs = detail::runs_of(key_ranges_first, key_ranges_last, vals_firsts, "multiway_merge_by_key");
-  detail::multiway_merge_runs(policy, runs, keys_out, vals_out, comp, "multiway_merge_by_key");
-  index_t total = 0;
-  for (const auto& r : runs) total += r.n;
+  const index_t total = detail::multiway_merge_runs(policy, runs, keys_out, vals_out, comp, "multiway_merge_by_key");
   return {keys_out + total, vals_out + total};
 }
 

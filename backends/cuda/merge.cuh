@@ -411,31 +411,6 @@ struct run_value<It, true> {
   using type = value_of<It>;
 };
 
-// The runs and outputs of a k-way merge checked as merge checks its
-// arguments, under the names the caller knows (ranges[k], vals[k]).
-template <class Run, class KeysOut, class ValsOut>
-void check_runs_on_device(const std::vector<Run>& runs, index_t total, KeysOut keys_out, ValsOut vals_out,
-                          const device_info& dev, const char* algorithm) {
-  constexpr bool with_values = has_values<ValsOut>;
-  std::vector<std::string> names;
-  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("ranges[" + std::to_string(k) + "]");
-  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("vals[" + std::to_string(k) + "]");
-  std::vector<byte_range> inputs;
-  for (std::size_t k = 0; k < runs.size(); ++k) {
-    inputs.push_back(range_of(names[k].c_str(), to_device(runs[k].first, runs[k].n, dev, algorithm, names[k].c_str()),
-                              runs[k].n));
-    if constexpr (with_values) {
-      const char* name = names[runs.size() + k].c_str();
-      inputs.push_back(range_of(name, to_device(runs[k].vals, runs[k].n, dev, algorithm, name), runs[k].n));
-    }
-  }
-  const byte_range outputs[2] = {
-      range_of(with_values ? "keys_out" : "out", to_device(keys_out, total, dev, algorithm, with_values ? "keys_out" : "out"),
-               total),
-      range_of("vals_out", to_device(vals_out, total, dev, algorithm, "vals_out"), total)};
-  check_disjoint(algorithm, outputs, with_values ? 2 : 1, inputs.data(), inputs.size());
-}
-
 template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
 void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t total, KeysOut keys_out,
                     ValsOut vals_out, Comp comp) {
@@ -443,7 +418,11 @@ void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t 
   const char* algorithm = with_values ? "multiway_merge_by_key" : "multiway_merge";
   const cudaStream_t stream = policy.stream();
   const device_info& dev = current_device(algorithm, stream);
-  check_runs_on_device(runs, total, keys_out, vals_out, dev, algorithm);
+  // The runs and outputs checked as merge checks its arguments (to_device),
+  // under the names the caller knows.
+  check_runs_disjoint(algorithm, runs, total, keys_out, vals_out, [&](const char* name, auto it, index_t n) {
+    return range_of(name, to_device(it, n, dev, algorithm, name), n);
+  });
   using K = value_of<decltype(runs[0].first)>;
   using V = typename run_value<decltype(runs[0].vals)>::type;
   const auto vals = [](const auto& run) {
@@ -502,10 +481,6 @@ struct backend_impl<algo::merge, backend::cuda> {
     cuda_backend::merge(policy, args...);
   }
 };
-
-}  // namespace libmerge::detail
-
-namespace libmerge::detail {
 
 template <>
 struct backend_impl<algo::multiway_merge, backend::cuda> {

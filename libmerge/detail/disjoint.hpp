@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "dispatch.hpp"
 
 namespace libmerge::detail {
 
@@ -80,6 +81,27 @@ inline void check_disjoint(const char* algorithm, const byte_range* outputs, std
 inline void check_disjoint(const char* algorithm, std::initializer_list<byte_range> outputs,
                            std::initializer_list<byte_range> inputs) {
   check_disjoint(algorithm, outputs.begin(), outputs.size(), inputs.begin(), inputs.size());
+}
+
+// The ranges of a k-way merge (runs: detail::sorted_run, named ranges[k] and
+// vals[k]) against its outputs. seen(name, iterator, n) is the byte_range of
+// an argument as the caller sees its memory: range_of on the host; the CUDA
+// backend checks the pointer under that name first.
+template <class Run, class KeysOut, class ValsOut, class Seen>
+void check_runs_disjoint(const char* algorithm, const std::vector<Run>& runs, index_t total, KeysOut keys_out,
+                         ValsOut vals_out, Seen&& seen) {
+  constexpr bool with_values = has_values<ValsOut>;
+  std::vector<std::string> names;  // (kept alive while byte_ranges point into them)
+  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("ranges[" + std::to_string(k) + "]");
+  for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("vals[" + std::to_string(k) + "]");
+  std::vector<byte_range> inputs;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    inputs.push_back(seen(names[k].c_str(), runs[k].first, runs[k].n));
+    if constexpr (with_values) inputs.push_back(seen(names[runs.size() + k].c_str(), runs[k].vals, runs[k].n));
+  }
+  const char* keys_name = with_values ? "keys_out" : "out";
+  const byte_range outputs[2] = {seen(keys_name, keys_out, total), seen("vals_out", vals_out, total)};
+  check_disjoint(algorithm, outputs, with_values ? 2 : 1, inputs.data(), inputs.size());
 }
 
 }  // namespace libmerge::detail
