@@ -21,13 +21,10 @@ inline constexpr bool is_floating_v = std::is_floating_point_v<T>
 #endif
     ;
 
-// a < b, except that a NaN comes after every number and NaNs are equivalent
-// to each other: a strict weak ordering of floating-point keys (plain < is
-// none once a NaN is among them, and merge-based algorithms then give
-// unspecified output). NaN keys therefore sort stably to the end under
-// lm::less and to the front under lm::greater, and merges and searches agree
-// with the sorts. The same for __half and __nv_bfloat16 under nvcc. Other
-// types: a < b.
+// a < b, except that NaN comes after every number and NaNs are equivalent:
+// a strict weak ordering of floating-point keys (plain < is none once a NaN is
+// among them). So NaNs sort stably to the end under lm::less, to the front
+// under lm::greater. Other types: a < b.
 template <class A, class B>
 LIBMERGE_HOST_DEVICE constexpr bool ordered_less(const A& a, const B& b) {
   if constexpr (is_floating_v<A> || is_floating_v<B>) {
@@ -38,9 +35,8 @@ LIBMERGE_HOST_DEVICE constexpr bool ordered_less(const A& a, const B& b) {
 }
 }  // namespace detail
 
-// lm::less<> is transparent (compares any two types with <); lm::less<T> fixes
-// the argument type, like std::less. Both are usable from device code, which
-// std::less is not. Floating-point NaN orders after every number (above).
+// lm::less<> is transparent; lm::less<T> fixes the argument type, like
+// std::less. Both work in device code, which std::less does not.
 template <class T = void>
 struct less {
   LIBMERGE_HOST_DEVICE constexpr bool operator()(const T& a, const T& b) const { return detail::ordered_less(a, b); }

@@ -1,12 +1,9 @@
-// lm::merge and lm::merge_by_key: the public entry points. This file checks
-// arguments, handles empty input and defaults, then hands the call to the
-// backend the policy selects (detail/dispatch.hpp). No backend code lives here.
+// lm::merge and lm::merge_by_key: argument checks, then the policy's backend.
 //
-// Preconditions (not checked; violating them gives unspecified output but never
-// an out-of-range access or a hang): both inputs are sorted by comp and comp is
-// a strict weak ordering (a .checked() policy checks both). Outputs that
-// overlap the inputs or each other are an std::invalid_argument wherever the
-// memory is visible (detail/disjoint.hpp).
+// Preconditions (checked only by a .checked() policy; violating them gives
+// unspecified output, never an out-of-range access or a hang): both inputs
+// sorted by comp, comp a strict weak ordering. Outputs that overlap the inputs
+// or each other are an std::invalid_argument (detail/disjoint.hpp).
 #pragma once
 
 #include <utility>
@@ -20,8 +17,7 @@
 namespace libmerge {
 
 // Merges sorted [a_first, a_last) and [b_first, b_last) into out. Stable: of
-// equal keys, those from A come first, each input keeping its order. Returns the
-// end of the output.
+// equal keys, A's come first, each input keeping its order. Returns out's end.
 template <class Policy, class AIt, class BIt, class OutIt, class Comp = less<>, class = detail::require_policy<Policy>>
 OutIt merge(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last, OutIt out,
             Comp comp = Comp()) {
@@ -37,8 +33,7 @@ OutIt merge(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_la
   return out + (na + nb);
 }
 
-// merge of keys with values moving alongside; the same stability guarantee.
-// Returns the ends of the key and value outputs.
+// merge with values moving alongside the keys. Returns both outputs' ends.
 template <class Policy, class AKeyIt, class BKeyIt, class AValIt, class BValIt, class KeyOutIt,
           class ValOutIt, class Comp = less<>, class = detail::require_policy<Policy>>
 std::pair<KeyOutIt, ValOutIt> merge_by_key(const Policy& policy, AKeyIt a_keys_first,

@@ -1,10 +1,8 @@
-// lm::merge_sort, lm::merge_sort_by_key, lm::merge_sort_indices: public entry
-// points (argument checks, defaults, empty input), then the backend.
-//
-// All three sort in place and are stable: equal keys keep their input order.
-// Precondition (not checked): comp is a strict weak ordering. If it is not, the
-// order of the output is unspecified, but no access leaves the range and the
-// call returns.
+// lm::merge_sort, lm::merge_sort_by_key, lm::merge_sort_indices: argument
+// checks, then the policy's backend. All three sort in place and are stable.
+// Precondition (checked only by a .checked() policy): comp is a strict weak
+// ordering; if not, the order is unspecified, but no access leaves the range
+// and the call returns.
 #pragma once
 
 #include <iterator>
@@ -35,9 +33,8 @@ void merge_sort_by_key(const Policy& policy, KeyIt keys_first, KeyIt keys_last, 
   const index_t n =
       detail::checked_length(keys_first, keys_last, "merge_sort_by_key", "keys_first", "keys_last");
   if (n < 2 && !detail::is_collective_v<Policy>) return;
-  // Keys and values are both written: they must not share memory. A
-  // collective policy checks it inside its failure protocol (every rank must
-  // hear of one rank's bad arguments, or the others would wait for it).
+  // Keys and values must not share memory. A collective policy checks it in
+  // its failure protocol (every rank must hear of one rank's bad arguments).
   if constexpr (!detail::is_collective_v<Policy>) {
     detail::check_disjoint("merge_sort_by_key", {detail::range_of("keys_first", keys_first, n),
                                                  detail::range_of("values_first", values_first, n)},

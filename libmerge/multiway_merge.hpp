@@ -1,14 +1,8 @@
-// lm::multiway_merge and lm::multiway_merge_by_key: the public entry points
-// of the k-way merge. This file checks arguments, handles empty input, then
-// hands the call to the backend the policy selects (detail/dispatch.hpp).
-//
-// The ranges are given as libstdc++'s parallel mode gives them
-// (__gnu_parallel::multiway_merge): a host sequence of (first, last) pairs,
-// std::pair or anything with .first and .second, all of one iterator type,
-// so K is known before anything runs and the ranges may lie anywhere (why:
-// docs/api.md). Preconditions as merge's: each range sorted by comp, comp a
-// strict weak ordering (a .checked() policy checks every range); outputs
-// that overlap an input or each other are an std::invalid_argument.
+// lm::multiway_merge and lm::multiway_merge_by_key: argument checks, then the
+// policy's backend. The ranges come as in __gnu_parallel::multiway_merge: a
+// host sequence of (first, last) pairs (anything with .first and .second), all
+// of one iterator type, so K is known before anything runs and the ranges may
+// lie anywhere (why: docs/api.md). Preconditions as merge's.
 #pragma once
 
 #include <iterator>
@@ -59,9 +53,8 @@ auto runs_of(RangeIt ranges_first, RangeIt ranges_last, ValsIt vals, const char*
   return runs;
 }
 
-// Outputs against every input (check_runs_disjoint, names ranges[k] and
-// vals[k]), a checked call's sortedness of every range, then the backend.
-// Returns the elements in all.
+// Overlap and (checked calls) sortedness checks, then the backend. Returns
+// the elements in all.
 template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
 index_t multiway_merge_runs(const Policy& policy, const std::vector<Run>& runs, KeysOut keys_out, ValsOut vals_out,
                             Comp comp, const char* algorithm) {
@@ -82,18 +75,16 @@ index_t multiway_merge_runs(const Policy& policy, const std::vector<Run>& runs, 
 
 }  // namespace detail
 
-// Merges the sorted ranges [ranges_first, ranges_last) (each a pair of
-// iterators) into out. Stable: of equal keys, those of an earlier range come
-// first, each range keeping its order. Returns the end of the output.
+// Merges the sorted ranges [ranges_first, ranges_last) into out. Stable: of
+// equal keys, an earlier range's come first. Returns out's end.
 template <class Policy, class RangeIt, class OutIt, class Comp = less<>, class = detail::require_policy<Policy>>
 OutIt multiway_merge(const Policy& policy, RangeIt ranges_first, RangeIt ranges_last, OutIt out, Comp comp = Comp()) {
   const auto runs = detail::runs_of(ranges_first, ranges_last, detail::no_values{}, "multiway_merge");
   return out + detail::multiway_merge_runs(policy, runs, out, detail::no_values{}, comp, "multiway_merge");
 }
 
-// multiway_merge of keys with values moving alongside: range k's values start
-// at vals_firsts[k] (vals_firsts: an iterator over K value iterators). The
-// same stability guarantee. Returns the ends of the key and value outputs.
+// multiway_merge with values alongside: range k's values start at
+// vals_firsts[k] (an iterator over K value iterators). Returns both outputs' ends.
 template <class Policy, class RangeIt, class ValsFirstsIt, class KeyOutIt, class ValOutIt, class Comp = less<>,
           class = detail::require_policy<Policy>>
 std::pair<KeyOutIt, ValOutIt> multiway_merge_by_key(const Policy& policy, RangeIt key_ranges_first,

@@ -1,24 +1,11 @@
-// libmerge's sort across GPUs over NCCL (optional: needs NCCL's header and
-// library; find_package(libmerge COMPONENTS nccl) gives the target
-// libmerge::nccl). Include this header instead of, or after, libmerge.hpp.
+// libmerge's sort across GPUs over NCCL (needs NCCL; CMake target
+// libmerge::nccl from find_package(libmerge COMPONENTS nccl)). Include this
+// header instead of, or after, libmerge.hpp. Semantics: policies/nccl.hpp.
 //
-// One process (or thread) per GPU, any launcher, the communicator made by the
-// caller:
-//
-//   lm::merge_sort(lm::nccl::par(comm, stream), d_keys, d_keys + n);
-//   lm::merge_sort_by_key(lm::nccl::par(comm, stream), d_keys, d_keys + n, d_vals);
-//
-// One process driving all its GPUs (communicators from ncclCommInitAll), one
-// call for all of them:
+//   lm::merge_sort(lm::nccl::par(comm, stream), d_keys, d_keys + n);   // one process a GPU
 //
 //   std::vector<lm::nccl::shard<int>> shards = {{comm0, stream0, keys0, n0}, {comm1, stream1, keys1, n1}};
-//   lm::nccl::merge_sort(shards);
-//
-// Afterwards rank r holds the r-th slice of the global sorted order, with as
-// many elements as it passed in; equal keys keep rank order, then position.
-// Calls are collective and return when the sort is done on the ranks'
-// streams (as thrust::sort does), or throw on every rank; none waits longer
-// than its timeout for the others (policies/nccl.hpp).
+//   lm::nccl::merge_sort(shards);   // one process, all its GPUs (ncclCommInitAll)
 #pragma once
 
 #include <vector>
@@ -64,7 +51,7 @@ void sort_all(const std::vector<shard<K, V>>& shards, Comp comp, double timeout_
 }
 }  // namespace detail_
 
-// Sorts the keys of every shard as one sequence (see the top of the file).
+// Sorts the keys of every shard as one sequence.
 template <class K, class Comp = less<>>
 void merge_sort(const std::vector<shard<K>>& shards, Comp comp = Comp(), double timeout_s = default_timeout_s) {
   detail_::sort_all<false>(shards, comp, timeout_s, "merge_sort");

@@ -1,10 +1,6 @@
-// lm::sorted_search and lm::sorted_equality_count: public entry points
-// (argument checks, defaults, empty input), then the backend.
-//
-// Semantics follow Modern GPU's vectorized sorted search (seeds/003): see
-// search_tags.hpp for bounds and search_type. Preconditions (not checked): both
-// inputs are sorted by comp and comp is a strict weak ordering; violating them
-// gives unspecified results but never an out-of-range access or a hang.
+// lm::sorted_search and lm::sorted_equality_count: argument checks, then the
+// policy's backend. Modern GPU's vectorized sorted search (seeds/003; bounds and
+// search_type: search_tags.hpp). Preconditions as merge's.
 #pragma once
 
 #include <type_traits>
@@ -65,10 +61,9 @@ inline constexpr bool writes_counts_in_place<Impl, std::void_t<decltype(Impl::co
 }  // namespace detail
 
 // The general form: Bounds picks lower/upper, TypeA and TypeB what each side
-// writes. Returns how many elements of A matched in B and of B in A (zero for
-// a side whose type reports no matches). An output whose type is none is never
-// touched and may be nullptr (or a thrust::discard_iterator). To return the
-// counts a device backend waits for its stream; the form below does not.
+// writes; returns the match counts. An output whose type is none is never
+// touched (nullptr is fine). To return the counts a device backend waits for
+// its stream; the form below does not.
 template <bounds Bounds, search_type TypeA, search_type TypeB, class Policy, class AIt, class BIt,
           class AOut, class BOut, class Comp = less<>, class = detail::require_policy<Policy>>
 match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last,
@@ -83,12 +78,9 @@ match_counts sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_
       exec, a_first, na, b_first, nb, a_out, b_out, comp);
 }
 
-// The same search, with the match counts written to *counts_out instead of
-// returned: the form for callers on a stream. A backend that runs on a device
-// writes them there in stream order (counts_out is then device-accessible
-// memory, e.g. from cudaMalloc) and the call never waits for the device; the
-// form above must wait, to hand the counts back. On the CPU backends
-// counts_out is ordinary memory.
+// The same, writing the counts to *counts_out: on a device backend
+// counts_out is device-accessible memory, written in stream order, and the
+// call never waits.
 template <bounds Bounds, search_type TypeA, search_type TypeB, class Policy, class AIt, class BIt,
           class AOut, class BOut, class Comp = less<>, class = detail::require_policy<Policy>>
 void sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last, AOut a_out,
@@ -109,8 +101,7 @@ void sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, B
   }
 }
 
-// The common form: each A gets its bound into B (search_type::index), B gets
-// nothing. Returns the end of a_out.
+// The common form: <Bounds, index, none>. Returns the end of a_out.
 template <bounds Bounds, class Policy, class AIt, class BIt, class AOut, class Comp = less<>, class = detail::require_policy<Policy>>
 AOut sorted_search(const Policy& policy, AIt a_first, AIt a_last, BIt b_first, BIt b_last, AOut a_out,
                    Comp comp = Comp()) {

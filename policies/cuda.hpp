@@ -1,8 +1,6 @@
 // lm::cuda::par: run on the current CUDA device, on a stream, with the CUDA
-// backend. Thrust's CUDA policies (thrust::device, thrust::cuda::par.on(s))
-// select the same backend, so libmerge calls are drop-ins for Thrust's
-// (policies/thrust.hpp). A policy is plain data: this file
-// includes nothing from backends/.
+// backend (Thrust's CUDA policies too: policies/thrust.hpp). A policy is plain
+// data: this file includes nothing from backends/.
 //
 //   lm::cuda::par                          default stream, tuned launch boxes,
 //                                          stream-ordered temporary storage
@@ -28,14 +26,9 @@
 
 namespace libmerge::cuda {
 
-// The default allocator: stream-ordered allocation from libmerge's memory
-// pool of the stream's device (cudaMallocFromPoolAsync / cudaFreeAsync on the
-// call's stream), so that temporary storage never synchronizes the device and
-// calls on different streams never wait for each other. Freed memory stays
-// reserved for the next call up to a bound (a quarter of the device's memory;
-// lm::cuda::set_pool_keep, lm::cuda::release_pool_memory). On a GPU without
-// memory pools it falls back to cudaMalloc/cudaFree. (A tag: the backend does
-// the work, backends/cuda/memory.cuh.)
+// The default allocator: stream-ordered, from libmerge's pool of the stream's
+// device, so temporary storage never synchronizes the device (docs/api.md).
+// A tag: backends/cuda/memory.cuh does the work.
 struct pool_allocator {};
 
 template <class Box = tuned_launch_box, class Allocator = pool_allocator>
@@ -49,17 +42,15 @@ class policy {
   constexpr policy(cudaStream_t stream, Allocator allocator, bool synchronize = false)
       : stream_(stream), allocator_(allocator), synchronize_(synchronize) {}
 
-  // The same policy on another stream.
   policy on(cudaStream_t stream) const { return policy(stream, allocator_, synchronize_); }
 
-  // The same policy with a fixed launch box for every kernel of the call.
+  // A fixed launch box for every kernel of the call.
   template <int NT, int VT>
   policy<launch_box<NT, VT>, Allocator> with(launch_box<NT, VT>) const {
     return {stream_, allocator_, synchronize_};
   }
 
-  // merge_sort with one box for its block-sort stage and another for its
-  // merge passes (other algorithms use the second).
+  // merge_sort's block-sort box and merge-pass box (other algorithms: the second).
   template <int NT1, int VT1, int NT2, int VT2>
   policy<launch_boxes<launch_box<NT1, VT1>, launch_box<NT2, VT2>>, Allocator> with(launch_box<NT1, VT1>,
                                                                                   launch_box<NT2, VT2>) const {
@@ -71,22 +62,18 @@ class policy {
     return {stream_, allocator_, synchronize_};
   }
 
-  // The same policy taking temporary storage from `allocator`.
   template <class A>
   policy<Box, A> with_allocator(A allocator) const {
     return {stream_, allocator, synchronize_};
   }
 
-  // The same policy with every call's preconditions checked first
-  // (libmerge/detail/checked.hpp): one read of each sorted input on the
-  // stream, then a wait for the answer; set it last.
+  // Every call's preconditions checked first (a wait for the answer); set it last.
   checked_policy<policy> checked() const { return checked_policy<policy>(*this); }
 
   cudaStream_t stream() const { return stream_; }
   const Allocator& allocator() const { return allocator_; }
-  // Whether a call waits for its stream before returning: false for
-  // lm::cuda::par (calls are asynchronous), true when the policy stands for
-  // one of Thrust's synchronous policies (thrust::device, thrust::cuda::par).
+  // Whether a call waits for its stream before returning: only for Thrust's
+  // synchronous policies (thrust::device, thrust::cuda::par).
   bool synchronizes() const { return synchronize_; }
 
  private:

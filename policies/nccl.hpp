@@ -1,18 +1,13 @@
 // lm::nccl::par(comm, stream): sort data spread over the GPUs of an NCCL
 // communicator. Every rank calls lm::merge_sort (or merge_sort_by_key) with its
-// own shard of keys in device memory; afterwards rank r holds the r-th slice
-// of the global sorted order, as many elements as it passed in, stable across
-// ranks (ties keep rank order, then position). The call is collective: every
-// rank of the communicator must make it, with the same key type, value type
-// and comparator. A policy is plain data: this file includes nothing from
-// backends/ (libmerge/nccl.hpp brings in the backend).
+// shard in device memory; afterwards rank r holds the r-th slice of the global
+// sorted order, as many elements as it passed in (ties keep rank order, then
+// position). Collective: every rank calls, with the same key, value and
+// comparator types; it returns when the sort is done on its stream, or throws
+// on every rank. Plain data: libmerge/nccl.hpp brings in the backend.
 //
-//   lm::nccl::par(comm)                 the default stream of the comm's device
-//   lm::nccl::par(comm, stream)         work on `stream` (of the comm's device)
-//   lm::nccl::par(comm).timeout(60.0)   give up (and abort, so free, the
-//                                       communicator)
-//                                       when the call has run 60 s (300 s
-//                                       unless said)
+//   lm::nccl::par(comm, stream)         stream of the comm's device (default: its default stream)
+//   lm::nccl::par(comm).timeout(60.0)   give up after 60 s (default 300 s)
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -42,14 +37,11 @@ class policy {
       : comm_(comm), stream_(stream), timeout_s_(timeout_s) {}
 
   policy on(cudaStream_t stream) const { return policy(comm_, stream, timeout_s_); }
-  // How long the whole call may take on this rank before it gives up on the
-  // other ranks: it then stops what NCCL has in flight (ncclCommRevoke where
-  // the NCCL library has it, else ncclCommAbort of a thread blocked in
-  // ncclGroupEnd, from a watchdog thread, so that a wait inside NCCL ends
-  // too), aborts the communicator and throws
-  // lm::nccl_error. A rank that failed or never called cannot hang the
-  // others. ncclCommAbort frees the communicator: after an lm::nccl_error
-  // the handle is dangling (do not ncclCommDestroy it); make a new one.
+  // How long the whole call may take on this rank: past it a watchdog ends
+  // the waits inside NCCL (ncclCommRevoke where NCCL has it, else
+  // ncclCommAbort), aborts the communicator and throws lm::nccl_error, so a
+  // rank that failed or never called cannot hang the others. ncclCommAbort
+  // frees the communicator: do not ncclCommDestroy it after that; make a new one.
   policy timeout(double seconds) const { return policy(comm_, stream_, seconds); }
 
   ncclComm_t comm() const { return comm_; }

@@ -8,8 +8,7 @@ namespace libmerge {
 
 struct serial_policy {
   using backend_tag = backend::serial;
-  // The same policy with every call's preconditions checked first
-  // (libmerge/detail/checked.hpp).
+  // Every call's preconditions checked first (libmerge/detail/checked.hpp).
   constexpr checked_policy<serial_policy> checked() const { return checked_policy<serial_policy>(*this); }
 };
 

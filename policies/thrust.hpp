@@ -1,7 +1,6 @@
 // Thrust's execution policies as libmerge policies: the one file that uses
-// Thrust's detail:: names. Thrust has no public way to ask a policy for its
-// stream, whether it synchronizes, or which host system it is, and libmerge
-// must honour all three to be a drop-in for Thrust's algorithms:
+// Thrust's detail:: names (Thrust has no public way to ask a policy for its
+// stream, whether it synchronizes, or which host system it is):
 //
 //   thrust::omp::par                           lm::omp::par
 //   thrust::cpp::par, thrust::host             lm::serial
@@ -21,12 +20,10 @@
 #include "omp.hpp"
 #include "serial.hpp"
 
-// Only the host policy tags' base classes are included (what is_base_of
-// below needs), which compile with g++ alone: detail/execution_policy.h is
-// in every CCCL from the toolkit's 3.0 to the newest (3.6, where
-// detail/par.h, included here before, is gone and thrust::omp::par support
-// silently disappeared). The public execution_policy.h headers pull in every
-// algorithm of the system.
+// Only the host policies' base classes (for is_base_of), which compile with
+// g++ alone: detail/execution_policy.h is in every CCCL from 3.0 to 3.6
+// (detail/par.h is gone in 3.6); the public execution_policy.h headers pull in
+// every algorithm of the system.
 #if !defined(LIBMERGE_NO_THRUST_POLICIES) && __has_include(<thrust/system/omp/detail/execution_policy.h>)
 #define LIBMERGE_THRUST_HOST_POLICIES 1
 #else

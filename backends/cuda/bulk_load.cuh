@@ -1,11 +1,9 @@
-// Tile loads by the copy engine (sm_90 on): a range of global memory staged in
-// shared memory with cp.async.bulk, what CUB 3.6's DeviceMerge does on sm_90
-// (cub::detail::BlockLoadToShared, which CCCL 3.0 lacks). One thread issues a
-// copy per range, no element passes through registers, and the CTA waits on
-// one mbarrier. A bulk copy moves whole 16-byte lines between 16-byte aligned
-// addresses, so a range lands at its source address's offset within a line:
-// two ranges staged one after the other take up to 48 bytes more than their
-// elements (bulk_pair_bytes).
+// Tile loads by the copy engine (sm_90 on): ranges staged in shared memory with
+// cp.async.bulk, as CUB 3.6's DeviceMerge does (cub::detail::BlockLoadToShared,
+// not in CCCL 3.0). One thread issues a copy a range, no element passes through
+// registers, the CTA waits on one mbarrier. A bulk copy moves whole 16-byte
+// lines between 16-byte aligned addresses, so a range lands at its source's
+// offset in a line: two ranges take up to 48 bytes more (bulk_pair_bytes).
 #pragma once
 
 #include <cstddef>
@@ -16,9 +14,8 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// Whether ranges of T read through It can be staged by bulk copies: It is a
-// plain pointer to T (no conversion, no fancy iterator), and every T sits at
-// an offset in its 16-byte line that is a multiple of its size, so that the
+// Whether ranges of T through It can be staged: It is a plain pointer to T,
+// and every T sits at a multiple of its size in its 16-byte line, so the
 // bytes copied by hand before and after the lines are whole elements.
 template <class T, class It>
 inline constexpr bool bulk_loadable =
@@ -26,11 +23,9 @@ inline constexpr bool bulk_loadable =
     (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) &&
     alignof(T) == sizeof(T);
 
-// Shared memory for `ranges` ranges of n elements of T in all, staged one
-// after the other (stage_pair, stage_ranges): each begins up to
-// 16 - sizeof(T) bytes into a line, and each range's first line follows the
-// last one's, so at most (2 ranges - 1) (16 - sizeof(T)) bytes go unused (45
-// for a pair of 1-byte keys).
+// Shared memory for `ranges` ranges of n elements of T in all (stage_pair,
+// stage_ranges): each begins up to 16 - sizeof(T) bytes into a line after the
+// last one's line, so at most (2 ranges - 1) (16 - sizeof(T)) bytes go unused.
 template <class T>
 constexpr std::size_t bulk_ranges_bytes(std::size_t n, int ranges) {
   return (n * sizeof(T) + 15) / 16 * 16 + static_cast<std::size_t>(2 * ranges - 1) * 16;
@@ -47,11 +42,10 @@ struct staged_pair {
   int b_at;
 };
 
-// A CTA's bulk copies into shared memory, completed on one mbarrier (in
-// shared memory, 8 bytes, not written by anything else). Every thread of the
-// CTA constructs it, stages the same ranges and waits; one thread issues the
-// copies (in the last warp, as CUB does, away from the first warp's work).
-// Used once per kernel: the barrier's first phase.
+// A CTA's bulk copies into shared memory, completed on one mbarrier (8 bytes
+// of shared memory nothing else writes). Every thread constructs it, stages the
+// same ranges and waits; a thread of the last warp issues the copies (as CUB,
+// away from the first warp's work). Once a kernel: the barrier's first phase.
 template <int NT>
 class bulk_loader {
  public:
@@ -60,17 +54,15 @@ class bulk_loader {
     static_assert(NT % 32 == 0, "bulk_loader: whole warps");
     if (elected_) {
       ::cuda::ptx::mbarrier_init(barrier_, 1);
-      // The initialization visible to the copy engine (the async proxy), as
-      // CUB's bulk-copy transform kernel does after its mbarrier_init.
+      // The initialization visible to the copy engine (the async proxy), as CUB does.
       ::cuda::ptx::fence_proxy_async(::cuda::ptx::space_shared);
     }
     __syncthreads();  // initialized before any thread uses it (as CUB's BlockLoadToShared does)
   }
 
-  // Stages src[0, n) at dst + (src's offset in its 16-byte line); dst is
-  // 16-byte aligned with room for n elements and 15 bytes. Returns where src[0]
-  // lands. The lines in the middle go by one bulk copy; the elements before
-  // the first line and after the last (under 16 bytes each) by the threads.
+  // Stages src[0, n) at dst + (src's offset in its 16-byte line); dst is 16-byte
+  // aligned with room for n elements and 15 bytes. Returns where src[0] lands.
+  // Whole lines by one bulk copy; the elements before and after by the threads.
   template <class T>
   __device__ __forceinline__ T* stage(const T* src, int n, unsigned char* dst) {
     constexpr int size = static_cast<int>(sizeof(T));
@@ -79,8 +71,8 @@ class bulk_loader {
     const int head = min(n, (16 - lead) % 16 / size);
     const int body = (n - head) * size / 16 * 16 / size;
     if (elected_ && body > 0) {
-      // The CTA's own shared memory as the destination where the PTX ISA has
-      // it (8.6, CUDA 12.8); before, the same address in the cluster's.
+      // The CTA's shared memory as the destination from PTX ISA 8.6 (CUDA 12.8);
+      // before, the same address in the cluster's.
 #if __cccl_ptx_isa >= 860
       constexpr auto destination = ::cuda::ptx::space_shared;
 #else
@@ -98,17 +90,14 @@ class bulk_loader {
     return out;
   }
 
-  // Stages a[0, na) at dst and b[0, nb) from the 16-byte line after a's
-  // last; dst is 16-byte aligned with bulk_pair_bytes<T>(na + nb) bytes.
-  // A merge reads the pair's first element where a side is exhausted
-  // (serial_merge), and it must be an input key, not whatever shared memory
-  // held (a comparator may dereference its keys): with A empty, B's first
-  // element is also copied there by hand. That slot is in a line no bulk
-  // copy writes (A's line when A starts inside one, else B's first line,
-  // where B starts inside it), unless it is B's first slot itself. (Where
-  // the pair began at B's first element instead, a select of the pair's
-  // pointer in every tile, int32 keys took 1.07x the time from 2^24 to 2^28
-  // on an H200.)
+  // Stages a[0, na) at dst and b[0, nb) from the 16-byte line after a's last;
+  // dst is 16-byte aligned with bulk_pair_bytes<T>(na + nb) bytes. A merge
+  // reads the pair's first slot where a side is exhausted (serial_merge), and
+  // it must be an input key (a comparator may dereference its keys): with A
+  // empty, B's first element is copied there by hand, into a line no bulk copy
+  // writes (A's, or B's first where B starts inside it), unless it is B's
+  // first slot itself. Not a select of the pair's start: H200 int32 1.07x the
+  // time (docs/cuda-merge-sort.md).
   template <class T>
   __device__ __forceinline__ staged_pair<T> stage_pair(const T* a, int na, const T* b, int nb, unsigned char* dst) {
     T* at = stage(a, na, dst);
@@ -118,14 +107,12 @@ class bulk_loader {
     return {at, static_cast<int>(bt - at)};
   }
 
-  // Stages R ranges src[k][0, n[k]) one after the other from dst (16-byte
-  // aligned, bulk_ranges_bytes<T>(sum of n, R) bytes), each from the line
-  // after the last one's end; at[k] is where range k begins, in elements from
-  // dst. A merge of them reads dst's first slot where a side is exhausted
-  // (merge_walk's stand-in), and it must hold an input key: where the first
-  // element staged does not land there, it is copied there by hand too. The
-  // slot then lies in a line no bulk copy writes (the first range's bodies
-  // begin on a later line).
+  // Stages R ranges src[k][0, n[k]) from dst (16-byte aligned,
+  // bulk_ranges_bytes<T>(sum of n, R) bytes), each from the line after the last
+  // one's end; at[k]: where range k begins, in elements from dst. dst's first
+  // slot, read where a side is exhausted (merge_walk's stand-in), must hold an
+  // input key: the first element staged is copied there by hand if it lands
+  // elsewhere (a line no bulk copy writes: the bodies begin on a later line).
   template <int R, class T>
   __device__ __forceinline__ void stage_ranges(const T* const (&src)[R], const int (&n)[R], unsigned char* dst,
                                                int (&at)[R]) {
@@ -165,19 +152,14 @@ class bulk_loader {
   std::uint32_t bytes_ = 0;
 };
 
-// Tile stores by the copy engine (sm_90 on), the mirror of bulk_loader:
-// a tile's outputs, in order in shared memory at src, to global memory at
-// dst, where src and dst lie at the same offset in their 16-byte lines. The
-// lines in the middle go by one bulk copy, the elements before the first
-// line and after the last (under 16 bytes each) by the threads: no output
-// passes through registers again on its way out, and no thread issues a
-// store a warp of outputs. Every thread of the CTA calls it once it has
-// written its part of src[0, n); it fences those writes for the copy engine
-// (the async proxy) and synchronizes the CTA. Shared memory may be read
-// meanwhile but not written until the CTA ends: the issuing thread waits
-// until the copy has read it before it returns. (H200, the sort's staged
-// passes against the transpose through cub::WarpStore: 2^28 int32 keys in
-// 0.93x the time, 2^26 0.96x, 2^24 0.98x.)
+// Tile stores by the copy engine (sm_90 on), bulk_loader's mirror: a tile's
+// outputs, in order in shared memory at src, to global dst at the same offset
+// in its 16-byte line; whole lines by one bulk copy, the rest by the threads.
+// Every thread calls it once its part of src[0, n) is written; it fences those
+// writes for the async proxy and synchronizes the CTA. Shared memory may be
+// read meanwhile but not written until the CTA ends: the issuing thread waits
+// until the copy has read it before it returns.
+// H200, 2^28 int32 sort: 0.93x the time of cub::WarpStore's transpose (docs/cuda-merge-sort.md)
 template <int NT, class T>
 __device__ __forceinline__ void bulk_store(const T* src, int n, T* dst, int tid) {
   constexpr int size = static_cast<int>(sizeof(T));
@@ -200,10 +182,9 @@ __device__ __forceinline__ void bulk_store(const T* src, int n, T* dst, int tid)
   if (elected) ::cuda::ptx::cp_async_bulk_wait_group_read(::cuda::ptx::n32_t<0>{});
 }
 
-// Where a tile whose outputs go out by bulk_store writes them in shared
-// memory (from `tile`, 16-byte aligned): at out's offset in its 16-byte
-// line, so that both sides of the copy are aligned alike. The tile needs
-// room for its elements and 15 bytes.
+// Where a bulk_store tile writes its outputs in shared memory (`tile`, 16-byte
+// aligned): at out's offset in its 16-byte line, so both sides align alike.
+// Needs room for the elements and 15 bytes.
 template <class T>
 __device__ __forceinline__ T* bulk_store_slots(unsigned char* tile, const T* out) {
   return reinterpret_cast<T*>(tile + reinterpret_cast<std::uintptr_t>(out) % 16);

@@ -1,7 +1,5 @@
-// What the backend needs to know about the current device, looked up once per
-// device and cached: its compute capability, the shared-memory limit and
-// whether kernels may read pageable host memory. (The architecture a kernel
-// was compiled for is asked of each kernel: launch.cuh.)
+// What the backend needs to know about a device, looked up once and cached.
+// (The architecture a kernel was compiled for is asked of each kernel: launch.cuh.)
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -62,10 +60,8 @@ inline const device_info& current_device(const char* algorithm) {
 }
 
 // The device a stream's work runs on: its own (cudaStreamGetDevice), or the
-// current device for the legacy and per-thread default streams and for a
-// stream under graph capture, where cudaStreamGetDevice is not permitted
-// (cudaErrorStreamCaptureUnsupported: every call on a capturing stream
-// failed, found by test_cuda_merge's graph case).
+// current device for the default streams and for a capturing stream, where
+// cudaStreamGetDevice fails (cudaErrorStreamCaptureUnsupported).
 inline int stream_device(cudaStream_t stream, const char* algorithm) {
   int device = 0;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -79,8 +75,7 @@ inline int stream_device(cudaStream_t stream, const char* algorithm) {
   return device;
 }
 
-// Whether `stream` is capturing a CUDA graph (the legacy default stream never
-// is: capturing it is not allowed).
+// Whether `stream` is capturing a CUDA graph (the legacy default stream cannot be).
 inline bool is_capturing(cudaStream_t stream, const char* algorithm) {
   if (stream == nullptr || stream == cudaStreamLegacy) return false;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -97,10 +92,8 @@ inline void refuse_capture(cudaStream_t stream, const char* algorithm, const cha
 }
 
 // The current device's facts for a call on `stream`, which must belong to it:
-// the call's pointer checks and launches use the current device and its
-// temporary storage the stream's, so a stream of another device is an
-// std::invalid_argument naming both (it was a cudaErrorInvalidResourceHandle
-// or worse from inside the call).
+// pointer checks and launches use the current device, temporary storage the
+// stream's, so a stream of another device is an std::invalid_argument.
 inline const device_info& current_device(const char* algorithm, cudaStream_t stream) {
   const device_info& dev = current_device(algorithm);
   const int device = stream_device(stream, algorithm);

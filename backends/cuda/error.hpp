@@ -33,10 +33,9 @@ class cuda_error : public std::runtime_error {
 
 namespace detail {
 
-// Throws for a failed call. The error is first taken off the thread's
-// last-error slot (cudaGetLastError), so it is neither reported again by a
-// later check nor left for the caller's next CUDA call to trip over; sticky
-// errors (a fault inside a kernel) stay, as they must.
+// Throws for a failed call, first taking the error off the thread's last-error
+// slot, so neither a later check nor the caller's next CUDA call trips over it;
+// sticky errors (a fault inside a kernel) stay, as they must.
 inline void check_cuda(cudaError_t code, const char* algorithm, const char* what) {
   if (code != cudaSuccess) {
     cudaGetLastError();

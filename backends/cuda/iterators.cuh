@@ -1,7 +1,6 @@
-// Iterators on their way into kernels: Thrust's contiguous iterators
-// (device_ptr, device_vector iterators) become raw pointers, and every raw
-// pointer is checked to be memory the device can reach, so that a host pointer
-// is an exception naming the argument instead of a crash inside a kernel.
+// Iterators on their way into kernels: Thrust's contiguous iterators become raw
+// pointers, each checked to be memory the device can reach, so that a host
+// pointer is an exception naming the argument instead of a crash in a kernel.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -26,14 +25,12 @@
 namespace libmerge::detail::cuda_backend {
 
 // The pointer a kernel on the current device may use for `p`, or an
-// std::invalid_argument naming the argument when there is none: host memory
-// the device cannot reach, or memory of another device (peer access is not
-// something a call can rely on). Mapped pinned host memory comes back as its
-// device alias.
+// std::invalid_argument naming the argument: host memory the device cannot
+// reach, or another device's (peer access cannot be relied on). Mapped pinned
+// host memory comes back as its device alias.
 template <class T>
 T* device_pointer(T* p, const device_info& dev, const char* algorithm, const char* name) {
-  // (The messages are built only to throw: at every call they cost the
-  // small calls' host path two heap allocations a pointer.)
+  // Messages built only to throw: no heap allocation on the small calls' host path.
   const auto where = [&] { return std::string("libmerge::") + algorithm + ": " + name; };
   if (p == nullptr) throw std::invalid_argument(where() + " is a null pointer");
   cudaPointerAttributes attr{};
@@ -72,14 +69,11 @@ struct is_reverse<thrust::reverse_iterator<It>> : std::true_type {};
 template <class It>
 struct is_reverse<std::reverse_iterator<It>> : std::true_type {};
 
-// The memory under an iterator adaptor, checked like a pointer argument: a
-// transform_iterator (or reverse_iterator, or any adaptor with base()) over
-// host memory would fault inside the kernel. Walks base() down to a
-// contiguous iterator (checked) or to something that is no memory (a
-// counting_iterator's number). What it cannot see: iterators without base()
-// (a zip_iterator's parts, a permutation_iterator's elements; its base() is
-// the index range, checked) and memory a functor reads through its own
-// pointers (docs/api.md).
+// The memory under an iterator adaptor (any with base()), checked like a
+// pointer argument: walks base() down to a contiguous iterator (checked) or to
+// no memory (a counting_iterator's number). Not seen: iterators without base()
+// (a zip_iterator's parts, a permutation_iterator's elements) and memory a
+// functor reads through its own pointers (docs/api.md).
 template <class It>
 void check_adapted(const It& it, const device_info& dev, const char* algorithm, const std::string& name) {
   if constexpr (has_base<It>::value) {
@@ -97,9 +91,8 @@ void check_adapted(const It& it, const device_info& dev, const char* algorithm, 
   }
 }
 
-// The iterator a kernel receives for a user's iterator over `length`
-// elements. An empty range is never read, so its pointer may be anything
-// (an empty thrust::device_vector's data() is null).
+// The iterator a kernel receives for a user's iterator over `length` elements.
+// An empty range is never read: its pointer may be anything (even null).
 template <class It>
 auto to_device(It it, index_t length, const device_info& dev, const char* algorithm, const char* name) {
   if constexpr (std::is_same_v<It, no_values>) {
@@ -116,7 +109,6 @@ auto to_device(It it, index_t length, const device_info& dev, const char* algori
 }
 
 // byte_range, range_of and check_disjoint: libmerge/detail/disjoint.hpp (the
-// front-ends run it on host-visible iterators; the backend again on what
-// Thrust's iterators unwrap to).
+// backend runs it again on what Thrust's iterators unwrap to).
 
 }  // namespace libmerge::detail::cuda_backend

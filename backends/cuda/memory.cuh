@@ -23,14 +23,11 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// What libmerge's pool of a device keeps reserved after its calls: freed
-// memory above this goes back to the driver at the next synchronization of a
-// stream, event or the device. A large sort's scratch is as large as its
-// input; given back after every call, it was mapped again at the next (a
-// 2^28-key sort of sorted input on an H200: 2.16 ms with the scratch given
-// back, 0.62 ms with it kept; issue 26). So the pool keeps up to a quarter of
-// the device's memory unless told otherwise (lm::cuda::set_pool_keep below),
-// and lm::cuda::release_pool_memory gives what is unused back at once.
+// What libmerge's pool keeps reserved after its calls (freed memory above it
+// goes back to the driver at the next synchronization): a quarter of the
+// device's memory unless set (lm::cuda::set_pool_keep), since a large sort's
+// scratch given back every call is mapped again at the next.
+// H200, 2^28 sorted keys: 2.16 ms given back, 0.62 kept (issue 26; docs/cuda-merge-sort.md)
 inline constexpr std::uint64_t pool_keep_default = ~std::uint64_t(0);  // a quarter of the device's memory
 inline std::atomic<std::uint64_t>& pool_keep_setting() {
   static std::atomic<std::uint64_t> bytes{pool_keep_default};
@@ -74,9 +71,8 @@ inline unsigned long long context_id() {
 }
 
 // LIBMERGE_NO_MEMORY_POOLS=1 pretends the device has no memory pools;
-// LIBMERGE_NO_MEMORY_POOLS=create, that it has them but libmerge's pool cannot
-// be made (cudaMemPoolCreate fails). Tests use them to cover the fallbacks.
-// (Read at every allocation: one getenv, no string built.)
+// =create, that libmerge's pool cannot be made (tests of the fallbacks). Read
+// at every allocation: one getenv, no string built.
 inline const char* no_memory_pools_setting() {
   const char* off = std::getenv("LIBMERGE_NO_MEMORY_POOLS");
   return off != nullptr && *off != '\0' && *off != '0' ? off : nullptr;
@@ -85,11 +81,10 @@ inline bool refuses_pool_creation(const char* setting) {
   return setting != nullptr && std::strcmp(setting, "create") == 0;
 }
 
-// Makes the calling thread's stream-capture mode relaxed while it lives.
-// Creating a pool and cudaMemGetInfo are "potentially unsafe" calls that a
-// global or thread-local capture refuses (and is invalidated by); they queue
-// no stream work, so a first call inside a capture makes them relaxed, as the
-// CUDA guide advises libraries to (cudaThreadExchangeStreamCaptureMode).
+// The calling thread's stream-capture mode relaxed while it lives: creating a
+// pool and cudaMemGetInfo are "potentially unsafe" calls a global or
+// thread-local capture refuses (and is invalidated by); they queue no stream
+// work, so relaxing is safe, as the CUDA guide advises libraries.
 class relaxed_capture_mode {
  public:
   relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
@@ -101,16 +96,12 @@ class relaxed_capture_mode {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
-// libmerge's own stream-ordered memory pool, one per device and context, made
-// on first use. It differs from the device's default pool in two ways: no
-// reuse through internal dependencies (the default pool may hand a call on
-// stream 2 a block still pending free on stream 1 and make stream 2 wait for
-// stream 1, which would serialize independent streams), and the release
-// threshold above. A pool dies with its context: after
-// cudaDeviceReset the device's new context gets a new pool (a pool cached by
-// device alone was a dangling handle then). Null where the pool cannot be
-// made although the device reports pools (the caller falls back to
-// cudaMalloc, as on devices without pools).
+// libmerge's stream-ordered memory pool, one per device and context, made on
+// first use. Unlike the default pool: no reuse through internal dependencies
+// (it may hand stream 2 a block pending free on stream 1 and make it wait,
+// serializing independent streams), and the release threshold above. Keyed by
+// context too: after cudaDeviceReset a pool cached by device alone dangles.
+// Null where it cannot be made (the caller falls back to cudaMalloc).
 inline cudaMemPool_t memory_pool(int device) {
   relaxed_capture_mode relaxed;  // the first call may come inside a capture
   static std::mutex mutex;
@@ -135,14 +126,12 @@ inline cudaMemPool_t memory_pool(int device) {
     cudaMemPoolDestroy(pool);
     pool = nullptr;
   }
-  // Creating the pool may have made the context current (the first call on
-  // a device): the key is the context it lives in.
+  // Creating the pool may have made the context current: key it by that context.
   pools[{device, before != 0 ? before : context_id()}] = pool;
   return pool;
 }
 
-// Whether a device has stream-ordered memory pools (LIBMERGE_NO_MEMORY_POOLS
-// above).
+// Whether a device has stream-ordered memory pools (or LIBMERGE_NO_MEMORY_POOLS says not).
 inline bool has_memory_pools(int device) {
   const char* off = no_memory_pools_setting();
   if (off != nullptr && !refuses_pool_creation(off)) return false;
@@ -152,10 +141,9 @@ inline bool has_memory_pools(int device) {
   return supported != 0;
 }
 
-// lm::cuda::pool_allocator: from the pool of the stream's device, in stream
-// order. Without memory pools (old drivers, some virtualized GPUs, a pool that
-// cannot be made): cudaMalloc and cudaFree, which synchronize the device, the
-// only way left to allocate.
+// lm::cuda::pool_allocator: from the stream's device's pool, in stream order;
+// without pools (old drivers, some virtualized GPUs, a pool that cannot be
+// made), cudaMalloc and cudaFree, which synchronize the device.
 struct pool_storage {
   static void* allocate(std::size_t bytes, cudaStream_t stream, bool& pooled) {
     const int device = stream_device(stream, "temporary storage");
@@ -183,7 +171,7 @@ class temporary_storage {
  public:
   temporary_storage(const Allocator& allocator, cudaStream_t stream, std::size_t bytes, const char* algorithm)
       : allocator_(allocator), stream_(stream), bytes_(bytes) {
-    // (Built only to throw: a string at every call was a heap allocation.)
+    // Built only to throw: no heap allocation on the normal path.
     const auto what = [bytes] { return "allocating " + std::to_string(bytes) + " bytes of temporary storage"; };
     try {
       if constexpr (std::is_same_v<Allocator, cuda::pool_allocator>) {
@@ -224,12 +212,10 @@ class temporary_storage {
 
 namespace libmerge::cuda {
 
-// The most memory libmerge's pool of the current device keeps reserved
-// between calls (by default a quarter of the device's memory): a call's
-// temporary storage comes from it without mapping memory again, and freed
-// memory above the bound goes back to the driver at the next
-// synchronization. Applies to the current device's pool and to every pool
-// made from now on. 0 gives everything back at each synchronization.
+// The most memory libmerge's pool of the current device keeps reserved between
+// calls (default: a quarter of the device's memory); freed memory above it goes
+// back to the driver at the next synchronization. Applies to the current
+// device's pool and every pool made from now on; 0 gives everything back.
 inline void set_pool_keep(std::size_t bytes) {
   namespace cb = detail::cuda_backend;
   int device = 0;
@@ -243,8 +229,8 @@ inline void set_pool_keep(std::size_t bytes) {
   }
 }
 
-// The bound above as the current device's pool applies it (the setting
-// reaches a pool made before it only through set_pool_keep on that device).
+// The bound as the current device's pool applies it (a pool made before the
+// setting gets it only from set_pool_keep on its own device).
 inline std::size_t pool_keep() {
   namespace cb = detail::cuda_backend;
   int device = 0;
@@ -261,10 +247,9 @@ inline std::size_t pool_keep() {
   return static_cast<std::size_t>(cb::pool_keep_bytes());
 }
 
-// Gives the memory that libmerge's pool of the current device holds unused
-// back to the driver now (cudaMemPoolTrimTo). Memory of calls still running
-// is not freed: synchronize the streams libmerge ran on first to give back
-// everything.
+// Gives what libmerge's pool of the current device holds unused back to the
+// driver now. Memory of calls still running is not freed: synchronize the
+// streams libmerge ran on first.
 inline void release_pool_memory() {
   namespace cb = detail::cuda_backend;
   int device = 0;

@@ -1,38 +1,29 @@
 // CUDA merge_sort, merge_sort_by_key, merge_sort_indices (one code path; keys
 // only = no values, indices = values counting 0, 1, 2, ...):
 //
-//   1. sortedness_kernel  one read of the keys: where are the descents? None:
-//                         sorted input skips everything below. All of them
-//                         at multiples of some W >= a block-sort tile: the
-//                         input is sorted runs of W, and the block sort and
-//                         every pass below W are skipped. Random input stops
-//                         the read early.
-//   2. block_sort_kernel  cub::BlockMergeSort sorts tiles of bs_nt * bs_vt
-//                         keys in place (a tile found already sorted is not
-//                         written at all).
-//   3. merge passes       each pass merges pairs of sorted runs (or, where
-//                         the tuning says so, groups of 4): pass_partition_kernel finds
-//                         where every output tile starts in its group's runs
+//   1. sortedness_kernel  one read: where are the descents? None: sorted input
+//                         skips the rest. All at multiples of some W >= a
+//                         block-sort tile: sorted runs of W, so the block sort
+//                         and every pass below W are skipped.
+//   2. block_sort_kernel  cub::BlockMergeSort sorts tiles in place (a sorted
+//                         tile is not written).
+//   3. merge passes       pairs (or, as tuned, groups of 4) of sorted runs:
+//                         pass_partition_kernel finds each output tile's start
 //                         (partition.cuh: group_split) and whether the group
-//                         needs merging at all; pass_kernel loads a tile's
-//                         pieces of the runs into shared memory and merges
-//                         them in two levels (cta_merge.cuh).
-//   4. copy_back_kernel   if the data ended in the scratch buffer, back to
-//                         the caller's range (for the sort across GPUs,
-//                         sort_to_runs: into the runs buffer it was given,
-//                         which is then buffer 1, and the caller's range the
-//                         scratch).
+//                         needs merging; pass_kernel merges a tile's pieces in
+//                         shared memory (cta_merge.cuh).
+//   4. copy_back_kernel   if the data ended in scratch, back to the caller's
+//                         range (sort_to_runs: into its runs buffer, buffer 1).
 //
-// Passes alternate between the caller's buffers and one scratch copy of keys
-// and values. Whether a pass has work is decided on the device (a pass whose
-// every group is already in order is skipped, data stays where it is), so the
-// host never waits: each kernel reads which buffer holds the data from a small
+// Passes alternate between the caller's buffers and one scratch copy. Whether
+// a pass has work is decided on the device (an in-order group is skipped), so
+// the host never waits: kernels read which buffer holds the data from the
+// flags on the device (sort/state.cuh).
 //
-// Files: sort/state.cuh (what the kernels share), sort/sortedness.cuh (1),
-// sort/block_sort.cuh (2), sort/pass_partition.cuh and sort/pass.cuh (3, 4),
-// sort/one_kernel.cuh (small sorts), sort/plan.cuh (tuning, pass plan);
-// this file launches them (launch_merge_sort) and picks the boxes;
-// sort/runs.cuh serves the sort across GPUs.
+// Files: sort/state.cuh (shared), sort/sortedness.cuh (1), sort/block_sort.cuh
+// (2), sort/pass_partition.cuh and sort/pass.cuh (3, 4), sort/one_kernel.cuh
+// (small sorts), sort/plan.cuh (tuning, pass plan), sort/runs.cuh (the sort
+// across GPUs); this file launches them (launch_merge_sort), picks the boxes.
 #pragma once
 
 #include <optional>
@@ -47,9 +38,8 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// The passes of a sort of n keys (plan_passes), the block sort's grid and
-// where it writes: for the sort across GPUs' two runs (into->two_runs), the
-// last merge level is left out where that saves a pass.
+// The passes of a sort of n keys (plan_passes) and the block sort's grid; for
+// two runs (into->two_runs), the last level is left out where that saves a pass.
 struct sort_shape {
   std::vector<pass_plan> passes;
   int levels = 0;        // merge levels the passes make
@@ -86,10 +76,9 @@ sort_shape shape_sort(index_t n, const runs_target<K, V>* into, const char* algo
   return s;
 }
 
-// The sort's one allocation, carved: the scratch copy of keys and values,
-// the flags, the tile descriptors of the largest pass and, for 4-way passes,
-// the pair samples and the run samples. Taken before anything runs, so a
-// failed allocation leaves the caller's data as it was.
+// The sort's one allocation: scratch keys and values, flags, the largest
+// pass's tile descriptors and, for 4-way passes, pair and run samples. Taken
+// before anything runs, so a failed allocation leaves the caller's data as it was.
 template <class Allocator, class K, class V>
 struct sort_memory {
   std::size_t bytes = 0;
@@ -113,12 +102,10 @@ void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const 
   // Tile descriptors: one for every CTA of the largest pass grid.
   const std::size_t desc_bytes =
       align_up((four ? sizeof(tile_desc<4>) : sizeof(tile_desc<2>)) * static_cast<std::size_t>(s.max_tiles), 256);
-  // 4-way passes: the pair samples, groups * 2 * (ceil(2w / p) + 1) of them
-  // for runs of w and a spacing of p keys (pass_partition.cuh:
-  // pair_samples_of), which is at most 5 n / p + n / bs_nv + 4 for any w
-  // from a block-sort tile up (+ 8: the rounding of both quotients; over
-  // run samples, p in samples, as many), and the run samples, every
-  // sample_every-th key.
+  // 4-way passes: groups * 2 * (ceil(2w / p) + 1) pair samples for runs of w
+  // and a spacing of p keys (pair_samples_of): at most 5 n / p + n / bs_nv + 4
+  // for any w from a block-sort tile up (+ 8: both quotients' rounding; over
+  // run samples, p in samples, as many); and the run samples.
   const index_t pair_keys =
       partitions_on_samples(sample_every, Box::nv) ? sample_every * pair_spacing_on_samples(n, Box::nv) : Box::nv;
   m.max_samples = four ? 5 * ((n + pair_keys - 1) / pair_keys) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
@@ -140,19 +127,17 @@ void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const 
   m.run_samples = four ? reinterpret_cast<K*>(t + flag_bytes + desc_bytes + sample_bytes + sample_key_bytes) : nullptr;
 }
 
-// Step 3, the merge passes: for each, its partition (and for a 4-way pass
-// its pair samples first), then its pass kernel (Guard: with the
-// permutation guard, sort/state.cuh).
+// Step 3: for each pass its partition (a 4-way pass's pair samples first),
+// then its pass kernel (Guard: the permutation guard, sort/state.cuh).
 template <class Box, int MaxWays, bool Guard, class K, class V, bool WithValues, class Allocator, class Comp>
 void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, index_t n, Comp comp,
                    cudaStream_t stream, const device_info& dev, const char* algorithm) {
   constexpr std::size_t pass_smem = pass_layout<Box, K, V, WithValues>::bytes;
   const sort_buffers<K, char> key_buf{m.buf.keys0, m.buf.keys1, nullptr, nullptr};
-  // Each 4-way pass samples its output for the next 4-way pass's partition;
-  // the first pass's samples come from the block sort or the sortedness
-  // read. A 2-way pass writes none (the sample code made the 2-way kernels
-  // of int64 keys spill) and needs none: plan_passes puts it last. A pass
-  // skipped on the device leaves the samples of the data it did not move.
+  // Each 4-way pass samples its output for the next (the first's come from the
+  // block sort or the sortedness read). A 2-way pass writes none (the code made
+  // int64 2-way kernels spill) and needs none: plan_passes puts it last. A
+  // skipped pass leaves the samples of the data it did not move.
   const bool sampled = s.num_passes > 0 && s.passes[0].ways == 4;
   for (int p = 0; p < s.num_passes; ++p) {
     const pass_plan& pass = s.passes[static_cast<std::size_t>(p)];
@@ -205,16 +190,15 @@ void print_sort_plan(const device_info& dev, const char* algorithm, const sort_s
                   tuned, s.max_tiles, temp_bytes, pass_smem);
 }
 
-// The sort, stage by stage (the top of this file). MaxWays = 4: 4-way passes
-// for n >= 2^FourWayLog2 (2-way ones below).
+// The sort, stage by stage (top of this file). MaxWays = 4: 4-way passes for
+// n >= 2^FourWayLog2.
 template <class BsBox, class Box, int MaxWays, int FourWayLog2, class Policy, class K, class V, bool WithValues,
           bool Indices, class ValsIn, class Comp>
 void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
                        Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {
   static_assert((BsBox::nt & (BsBox::nt - 1)) == 0,
                 "libmerge::merge_sort: the block-sort launch box needs a power-of-two nt (cub::BlockMergeSort)");
-  // Checked calls sort with the permutation guard (sort/state.cuh): under a
-  // comparator that their sample check missed, still a permutation.
+  // Checked calls sort with the permutation guard (sort/state.cuh).
   constexpr bool guard = is_checked_v<Policy>;
   const sort_shape s = shape_sort<BsBox, Box, MaxWays, FourWayLog2>(n, into, algorithm);
   auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp, guard>;
@@ -251,13 +235,11 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   }
 }
 
-// The boxes of this call: the policy's (one for both stages, or two, and
-// then always separate kernels), else the tuning table's line for the
-// architecture the block sort was compiled for, with the large and the
-// mid-sized sorts' pass boxes from their sizes on, its one-kernel class, and
-// the size from which its passes are 4-way: the line's for keys that are
-// numbers under their natural order (orders_numbers_v), else its size for any
-// comparator.
+// The call's boxes: the policy's (one for both stages, or two; then always
+// separate kernels), else the tuning line of the block sort's compiled
+// architecture: the large and mid-sized pass boxes from their sizes on, its
+// one-kernel class, and its 4-way size for numbers under their natural order
+// (orders_numbers_v) or for any comparator.
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp, class F>
 void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F&& f) {
   using Box = typename Policy::box_type;
@@ -291,9 +273,8 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
   }
 }
 
-// The sort with the call's boxes: the one-kernel class below its size
-// (true: done in place), else separate kernels (false), into the caller's
-// buffers or, with `into`, into a runs_target.
+// The sort with the call's boxes: the one-kernel class below its size (true:
+// done in place), else separate kernels (false), with `into` into a runs_target.
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
 bool sort_with_boxes(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
                      Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {
@@ -301,8 +282,7 @@ bool sort_with_boxes(const Policy& policy, const device_info& dev, K* keys, inde
   with_sort_boxes<Policy, K, V, WithValues, Indices, ValsIn, Comp>(
       dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
         using OneKernel = decltype(one_kernel);
-        // (Checked calls take separate kernels: the one-kernel sort has no
-        // permutation guard.)
+        // Checked calls take separate kernels: the one-kernel sort has no guard.
         if constexpr (OneKernel::log2 > 0 && !is_checked_v<Policy>) {
           if (n < (index_t(1) << OneKernel::log2) &&
               launch_one_kernel_sort<OneKernel, decltype(bs_box), Policy, K, V, WithValues, Indices>(

@@ -1,7 +1,6 @@
-// The scans of a checked call (libmerge/detail/checked.hpp) on the GPU, on
-// the call's stream: one kernel that reads the input once for its first
-// descent, and Thrust's find_if over the comparator's samples. Both wait for
-// their answer; a checked call is synchronous up to the check.
+// A checked call's scans (libmerge/detail/checked.hpp) on the call's stream: a
+// kernel for the input's first descent, and Thrust's find_if over the
+// comparator's samples. Both wait: a checked call is synchronous up to the check.
 #pragma once
 
 #include <algorithm>
@@ -27,24 +26,18 @@ namespace libmerge::detail {
 
 namespace cuda_backend {
 // The first i in [1, n) with first[i] before first[i - 1], into *at (which
-// starts at the largest value): a grid-stride pass over tiles of
-// scan_threads x scan_items<T> elements, each thread up to its first
-// descent. One read of the input (a thread's element i - 1 is its neighbour
-// lane's element i, a cache hit); Thrust's is_sorted_until took 29 ms for
-// 2^27 int32 keys where this takes a fraction of a millisecond (H100: a
-// chunked find_if, a launch and a wait a chunk, and a cudaMalloc).
+// starts at the largest value): a grid-stride pass over tiles of scan_threads
+// x scan_items<T>, each thread up to its first descent; one read of the input
+// (element i - 1 is the neighbour lane's i, a cache hit).
+// H100, 2^27 int32: under a ms, where Thrust's is_sorted_until took 29 (docs/cuda-merge-sort.md)
 inline constexpr int scan_threads = 256;
 
-// Elements a thread compares a step, all its loads issued before the first
-// comparison: at least 32 bytes in flight a thread. With one int32 a thread a
-// step the scan was bound by latency, not bandwidth (2^28 int32 on an H100:
-// 0.54 ms for 1 GiB, 2.0 TB/s, where int64 keys reached 2.8 TB/s). With 8,
-// a checked merge of 2^28 int32 keys went from 1.76x to 1.50x the plain
-// merge's time on an H200 (docs/results/h200-merge-checked-scan.txt).
+// Elements a thread compares a step, all loads issued before the first
+// comparison: at least 32 bytes in flight a thread (one int32 was latency-bound).
+// H200, checked merge of 2^28 int32: 1.50x the plain one, from 1.76x (docs/cuda-merge-sort.md)
 template <class T>
 inline constexpr int scan_items = sizeof(T) >= 32 ? 1 : (sizeof(T) >= 8 ? static_cast<int>(32 / sizeof(T)) : 8);
-// Elements of the input a CTA compares a step (the kernel's stride unit, and
-// the launch's divisor).
+// Elements a CTA compares a step (the stride unit and the launch's divisor).
 template <class T>
 inline constexpr index_t scan_tile = static_cast<index_t>(scan_threads) * scan_items<T>;
 
@@ -56,8 +49,7 @@ __global__ void __launch_bounds__(scan_threads)
   constexpr index_t tile = scan_tile<T>;
   for (index_t base = static_cast<index_t>(blockIdx.x) * tile; base < n;
        base += static_cast<index_t>(gridDim.x) * tile) {
-    // (element k of the thread: base + k x scan_threads + threadIdx.x, so that
-    // each load of a warp is one coalesced read)
+    // Element k: base + k x scan_threads + threadIdx.x, a coalesced read a warp.
     bool descends[items];
 #pragma unroll
     for (int k = 0; k < items; ++k) {

@@ -1,36 +1,18 @@
-// CUDA sorted_search and sorted_equality_count (SortedSearch in seeds/003).
+// CUDA sorted_search and sorted_equality_count (SortedSearch in seeds/003):
+// the host side (plans, tuning, launches, the backend entry).
 //
 // A search with bounds::lower is a merge of A and B in which A wins ties: the
-// number of B elements that precede a_i in that merge is a_i's lower bound in
-// B, and the number of A elements that precede b_j is b_j's upper bound in A.
-// So the dense path is the merge's own machinery with a different ending:
-//   1. partition_kernel (partition.cuh) finds where the merge path crosses
-//      every tile boundary, and whether those crossings are in order (they
-//      are unless the input is unsorted or the comparator broken);
-//   2. search_kernel loads a tile's ranges of A and B into shared memory (plus
-//      one halo element on each side, for the match tests that need the
-//      neighbour of a range), walks the tile's merge per thread and, instead of
-//      keys, records each element's bound and match flag; the tile then writes
-//      them with coalesced stores and adds its match counts (cub::BlockReduce,
-//      one atomic per tile) to two device counters.
-// bounds::upper is the same search with A and B swapped (A's upper bound into
-// B and B's lower bound into A are what lower bounds give for (B, A)).
+// number of B elements before a_i in it is a_i's lower bound in B, the number
+// of A elements before b_j is b_j's upper bound in A. So the dense path is the
+// merge's machinery with another ending: partition_kernel (partition.cuh), which
+// also flags crossings out of order (unsorted input, broken comparator), then
+// search_kernel (search/dense.cuh), which records bounds and match flags
+// instead of keys. bounds::upper is the same search of (B, A).
 //
-// Sparse searches stream a long side for a few results; when only one side
-// writes and the other is sparse_ratio times longer, needle_search_kernel
-// instead searches each needle in the whole other side (one needle a thread in
-// the tuned line). Keys that are numbers in their natural order are searched
-// binary down to a window a few needles wide, then by interpolation, a 64-byte
-// block a probe (interpolation_bound); other keys with a 4-ary search while
-// the needles are dense enough to share lines (below quaternary_below), else
-// a binary one, as thrust::lower_bound does. A small haystack (under
-// 2^small_hay_log2_bytes bytes) is searched 4-ary per needle from the
-// smaller small_sparse_ratio on, and at any density below
-// 2^small_needles_log2 needles: a small call is a chain of dependent loads.
-//
-// This file is the host side (plans, tuning, launches, the backend entry);
-// the kernels are in search/dense.cuh (search_kernel) and search/needle.cuh
-// (needle_search_kernel).
+// Where only one side writes and the other is much longer (needle_rules),
+// streaming it costs more than searching each needle in it:
+// needle_search_kernel (search/needle.cuh). A small haystack is searched 4-ary
+// per needle sooner: a small call is a chain of dependent loads.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -67,12 +49,11 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// The counts start at zero. Where tiles add matches to them, a memset must
-// come first; a search that reports no matches has zero counts, which its
-// one kernel writes instead (block 0): a memset is a launch of its own, the
-// larger part of a small sparse search (H200, 256 needles in 2^20 keys:
-// 0.0136 ms with it, against 0.0079 for the form without counts). Returns
-// what the kernel of `grid` blocks must zero (null: nothing).
+// The counts start at zero. Where tiles add matches a memset must come first;
+// a search that reports no matches has its one kernel (block 0) write the
+// zeros instead, sparing a launch. Returns what the kernel of `grid` blocks
+// must zero (null: nothing).
+// H200, 256 needles in 2^20 keys: 0.0136 ms with a memset, 0.0079 without counts (docs/cuda-sorted-search.md)
 template <search_type TypeA, search_type TypeB>
 match_counts* counts_to_zero(match_counts* counts, index_t grid, cudaStream_t stream, const char* algorithm) {
   constexpr bool counts_matches = writes_match(TypeA) || writes_match(TypeB);
@@ -82,14 +63,12 @@ match_counts* counts_to_zero(match_counts* counts, index_t grid, cudaStream_t st
   return nullptr;
 }
 
-// How the per-needle search probes: numbers in their natural order binary
-// down to a window of interpolate_from needle spacings, then by
-// interpolation. Otherwise denser needles share more of each other's lines:
-// a 4-ary search there halves the chain of dependent loads (a box with
-// probe_4ary: always 4-ary). Interpolation pays from quaternary_below on
-// (H200, 2^28 int32 keys: 0.181 against 0.246 ms for 4-ary at |B|/64, 0.53
-// against 0.42 at |B|/16, where needles share their blocks); it replaces the
-// binary search, whose kernel is then not instantiated (Interpolate).
+// How the per-needle search probes. Needles denser than quaternary_below share
+// more of each other's lines: 4-ary there halves the chain of dependent loads
+// (a box with probe_4ary: always). From there on, numbers in their natural
+// order go binary down to a window of interpolate_from needle spacings, then
+// by interpolation, which replaces the binary kernel (not instantiated then).
+// H200, 2^28 int32: interpolation 0.181 vs 0.246 ms 4-ary at |B|/64, 0.53 vs 0.42 at |B|/16 (docs/cuda-sorted-search.md)
 struct needle_plan {
   needle_probe probe;
   index_t window;  // the binary phase runs while the window holds more keys
@@ -102,16 +81,15 @@ needle_plan plan_needles(index_t needles, index_t hay_size, int quaternary_below
                                  ? needle_probe::quaternary
                              : Interpolate ? needle_probe::interpolation
                                            : needle_probe::binary;
-  // The window: at least 64 keys (a block of the narrowest keys is 16), and
-  // never 0.
+  // At least 64 keys (a block of the narrowest keys is 16), never 0.
   const double wanted = static_cast<double>(From) * ratio;
   const index_t window = wanted < 64.0 ? 64 : wanted > static_cast<double>(hay_size) ? hay_size + 1
                                                                                       : static_cast<index_t>(wanted);
   return {probe, window};
 }
 
-// The sparse search: one thread a needle (the side that writes; B's results
-// are upper bounds into A), a search of the other side each.
+// The sparse search: each needle of the side that writes searched in the
+// other (B's results are upper bounds into A).
 template <class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom, bool ASide,
           class AIt, class BIt, class AOut, class BOut, class Comp>
 void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out, BOut b_out,
@@ -206,11 +184,9 @@ void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, ind
   }
 }
 
-// When a search goes per needle, and how it probes: a tuning line's
-// sparse_ratio, quaternary_below, small_hay_log2_bytes, small_sparse_ratio
-// and small_needles_log2 (policies/launch_box.hpp says what each means;
-// small_hay_log2_bytes 0: no rule for small haystacks; small_needles_log2
-// 0: none for few needles, as for a caller's box).
+// When a search goes per needle, and how it probes: a tuning line's fields
+// (policies/launch_box.hpp). small_hay_log2_bytes 0: no rule for small
+// haystacks; small_needles_log2 0: none for few needles (a caller's box).
 struct needle_rules {
   int sparse_ratio;
   int quaternary_below;
@@ -219,13 +195,10 @@ struct needle_rules {
   int small_needles_log2;
 };
 
-// Launches one search (bounds::lower; the caller swaps the sides for upper)
-// with launch box Box: sparse (a thread a needle) where only one side writes
-// and the other is sparse_ratio times longer (small_sparse_ratio times, or
-// any length below 2^small_needles_log2 needles, and then 4-ary, when the
-// other side is a small haystack), else dense (tiles).
-// counts (device memory) receives the match counts; it is zeroed on the
-// stream only once nothing can fail before the kernels run.
+// One search (bounds::lower; the caller swaps the sides for upper): per needle
+// where only one side writes and the other is long enough (needle_rules; a
+// small haystack goes 4-ary), else tiles. counts (device memory) is zeroed on
+// the stream only once nothing can fail before the kernels run.
 template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom,
           class Policy, class AIt, class BIt, class AOut, class BOut, class Comp>
 void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
@@ -262,9 +235,8 @@ struct search_table {
   static constexpr const auto& lines = tuning::search;
   static constexpr std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
   // Keys so large that even one a thread overflows the tile's shared memory
-  // (search_layout: the key and an int result an element) get fewer threads
-  // too, halving in whole warps, within tuning::tile_smem_portable.
-  // (Before, keys above about 448 bytes threw invalid_argument on H100.)
+  // (a key and an int result an element) get fewer threads too, halving in
+  // whole warps, within tuning::tile_smem_portable.
   static constexpr int nt(int line_nt, int vt) {
     return tuning::fit_threads(line_nt, vt, elem + sizeof(int), tuning::tile_smem_portable);
   }

@@ -1,9 +1,7 @@
 // The bound searches, on search.hpp's loop: a needle's lower or upper bound
-// in a sorted range (bound_within: the CUDA sparse search's probes, the
-// OpenMP gallop), its rank in one sequence of a k-way merge (rank_in_run: the
-// 4-way pass's sampled cuts, the sort across GPUs' counts of a candidate),
-// and K needles at once in the branch-free forms of the sparse search
-// (bounds_in_lockstep, bounds_in_lockstep_4). Plain C++, host and device.
+// (bound_within), its rank in one sequence of a k-way merge (rank_in_run), and
+// K needles at once, branch-free (bounds_in_lockstep, bounds_in_lockstep_4).
+// Plain C++, host and device.
 #pragma once
 
 #include "../../libmerge/detail/config.hpp"
@@ -12,31 +10,26 @@
 namespace libmerge::detail {
 
 // First position in hay[lo, hi) whose element is not before x (Upper: is
-// after x), or hi. Every probe lies in [lo, hi), whatever comp does. Index:
-// index_t, or int where the caller's positions fit (fewer instructions a
-// step on the GPU).
+// after x), or hi. Every probe lies in [lo, hi), whatever comp does. Index may
+// be int where the caller's positions fit (fewer instructions on the GPU).
 template <bool Upper, class Hay, class Index, class T, class Comp>
 LIBMERGE_HOST_DEVICE inline Index bound_within(Hay hay, Index lo, Index hi, const T& x, Comp& comp) {
   return first_not_before(lo, hi, [&](Index mid) { return Upper ? !comp(x, hay[mid]) : comp(hay[mid], x); });
 }
 
-// How many elements of run[lo, hi) come before x in a stable merge of several
-// sorted sequences, x belonging to another one: ties go to the earlier
-// sequence, so equal elements of run come first when run is earlier
-// (run_is_earlier: x's upper bound in run), after when later (its lower
-// bound). The probe of every k-way Merge Path search: the element x of rank R
-// splits each sequence at rank_in_run, and those add up to R.
+// How many of run[lo, hi) come before x in a stable merge of several sorted
+// sequences, x from another one. Ties go to the earlier sequence: x's upper
+// bound in run when run_is_earlier, else its lower bound. The k-way probe: the
+// element of rank R splits each sequence at rank_in_run, and those add up to R.
 template <class Run, class Index, class T, class Comp>
 LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE Index rank_in_run(Run run, Index lo, Index hi, const T& x, bool run_is_earlier,
                                                             Comp& comp) {
   return first_not_before(lo, hi, [&](Index mid) { return run_is_earlier ? !comp(x, run[mid]) : comp(run[mid], x); });
 }
 
-// K bound searches in lockstep: pos[k] becomes the first position in
-// hay[lo, hi) whose element is not before x[k] (Upper: is after x[k]), or
-// hi. The branch-free form halves the same length for every needle, so the K
-// loads of a step are independent and in flight together (a plain binary
-// search per needle has one load in flight a thread).
+// K bound searches in lockstep: pos[k] as bound_within for x[k]. Branch-free,
+// every needle halves the same length, so the K loads of a step are in flight
+// together (a plain binary search has one load in flight a thread).
 template <bool Upper, int K, class Index, class Hay, class T, class Comp>
 LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void bounds_in_lockstep(Hay hay, Index lo, Index hi, const T (&x)[K],
                                                                   Index (&pos)[K], Comp& comp) {
@@ -55,9 +48,8 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void bounds_in_lockstep(Hay hay, Index
   for (int k = 0; k < K; ++k) pos[k] += before(pos[k], x[k]) ? 1 : 0;
 }
 
-// The same with three probes a step (a 4-ary search): a quarter of the length
-// is left after each step, so the chain of dependent loads is half as long,
-// for 1.5 times the loads. Invariant: pos[k]'s answer lies in
+// The same, 4-ary (three probes a step): half the chain of dependent loads for
+// 1.5 times the loads. Invariant: pos[k]'s answer lies in
 // [pos[k], pos[k] + len[k]]; every probe lies in [lo, hi).
 template <bool Upper, int K, class Index, class Hay, class T, class Comp>
 LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void bounds_in_lockstep_4(Hay hay, Index lo, Index hi, const T (&x)[K],

@@ -1,10 +1,7 @@
 // The k-way forms of the merge path (merge_path.hpp), plain C++ for host and
-// device: where a diagonal of the merge of Ways = 2 or 4 sorted runs falls
-// in each run. The sort's passes (pass_partition.cuh, runs.cuh) and the
-// CPU tests of them (test_cuda_parts_on_host) call group_split and
-// halves_split; rank_in_run (bounds.hpp) is the probe of the other k-way
-// searches: the 4-way pass's sampled cuts, the sort across GPUs' splitters
-// and multiway_split (any number of runs, lm::multiway_merge).
+// device: where a diagonal of the merge of 2 or 4 sorted runs falls in each
+// run (group_split, halves_split), and of any number (multiway_split, on
+// bounds.hpp's rank_in_run).
 #pragma once
 
 #include "../../libmerge/detail/config.hpp"
@@ -15,15 +12,11 @@
 
 namespace libmerge::detail {
 
-// Merge sort's passes merge Ways sorted runs at a time (Ways = 2 or 4). A
-// 4-way merge is the merge of two 2-way merges, (R0 R1) and (R2 R3), so the
-// place where output diagonal d of a group falls is a merge-path search over
-// those two halves whose probes are themselves merge-path searches (the
-// element of rank i of R0 merged with R1). Both searches take the lower bound
-// (ties go to the earlier run), so the pass is stable. (A warp-wide 33-ary
-// version of the outer search was measured first: its 32 lanes' inner
-// searches fetched 32 times the sectors and made the partition kernel
-// DRAM-bound, 0.5 to 4.6 ms a pass at 2^28 on an H100.)
+// A 4-way merge is the merge of two 2-way merges, (R0 R1) and (R2 R3), so
+// where output diagonal d falls is a merge-path search over the two halves
+// whose probes are merge-path searches themselves. Both take the lower bound
+// (ties go to the earlier run), so the pass is stable.
+// H100, 2^28: a warp-wide 33-ary outer search took 0.5 to 4.6 ms a pass (docs/cuda-merge-sort.md)
 
 // A group's runs: run k is keys[k * width, ...) of the group, len[k] long.
 template <int Ways, class K>
@@ -114,12 +107,10 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE K last_before(const run_half<4, K>& h,
 // Samples of both halves' inner splits at every multiple of nv (rank j * nv
 // of half h splits at s[h][j]; pair_sample_kernel writes them) and the
 // half's elements around each: keys[h][2j] of rank j * nv, keys[h][2j + 1]
-// of rank j * nv - 1. A 4-way tile starts at a multiple of nv, so probes of
-// the outer search at multiples of nv need only samples: a first search over
-// those (small arrays, in L2) finds the nv ranks the split lies in, and
-// brackets every inner search after it to one tile's worth of each run.
-// (Passed by value, s[0] null for none: a pointer to it would put it in
-// local memory.)
+// of rank j * nv - 1. A 4-way tile starts at a multiple of nv, so a first
+// search over the samples (small, in L2) brackets every inner search to one
+// tile's worth of each run. Passed by value (a pointer to it would put it in
+// local memory); s[0] null for none.
 template <class K>
 struct half_samples {
   const index_t* s[2];
@@ -127,14 +118,11 @@ struct half_samples {
   index_t nv;
 };
 
-// The split of a 4-way merge at diagonal d: a merge-path search over the
-// two halves (h0: runs 0 and 1, h1: runs 2 and 3) whose probes are the
-// halves' elements of ranks c and d - 1 - c, each found by an inner search
-// bracketed by the probes before it (so the inner searches shrink with the
-// outer one: about log2(w)^2 / 2 loads for runs of w, instead of
-// log2(w)^2). With samples (d a multiple of samples.nv), the search starts
-// inside one sample interval. The runs may lie anywhere (merge_four's
-// pieces); group_split's lie side by side.
+// The split of a 4-way merge at diagonal d (h0: runs 0 and 1, h1: runs 2 and
+// 3). Each inner search is bracketed by the outer probes before it, so they
+// shrink with the outer one: about log2(w)^2 / 2 loads for runs of w instead
+// of log2(w)^2. With samples (d a multiple of samples.nv), the search starts
+// inside one sample interval. The runs may lie anywhere (merge_four's pieces).
 template <class K, class Comp>
 LIBMERGE_HOST_DEVICE run_split<4> halves_split(const run_half<4, K>& h0, const run_half<4, K>& h1, index_t d,
                                                Comp& comp,
@@ -209,17 +197,14 @@ LIBMERGE_HOST_DEVICE run_split<Ways> group_split(const run_group<Ways, K>& g, in
 }
 
 // Where diagonal d of the stable merge of k sorted runs falls (ties go to the
-// lower run, then the earlier position): s[r] of run r's elements come
-// before it, runs[r].first[0, runs[r].n) being the run. lo and hi are
-// brackets the caller provides (k each; s is lo at the end) and count k
-// scratch slots. Each step takes the middle element x of the widest bracket
-// and counts, within every bracket, the elements before x (rank_in_run): a
-// total under d puts x among the first d, so every floor rises to its count,
-// else none after x is, so every ceiling falls to it. Counted within the
+// lower run, then the earlier position): lo[r] of run r's elements
+// (runs[r].first[0, runs[r].n)) come before it at the end; lo, hi and count
+// are k slots each. Each step takes the middle element x of the widest
+// bracket and counts, within every bracket, the elements before x
+// (rank_in_run): a total under d puts x among the first d, so every floor
+// rises to its count, else every ceiling falls to it. Counted within the
 // brackets the total is under d exactly when the true one is (each count is
-// clamped to a bracket that holds the answer), so a step costs k searches
-// over what is left, and at most k log2(n) steps end it (far fewer where the
-// runs interleave: every bracket narrows at each step).
+// clamped to a bracket that holds the answer); at most k log2(n) steps end it.
 template <class Run, class Comp>
 LIBMERGE_HOST_DEVICE void multiway_split(const Run* runs, int k, index_t d, index_t* lo, index_t* hi, index_t* count,
                                          Comp& comp) {

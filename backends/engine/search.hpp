@@ -1,11 +1,6 @@
-// The one search loop of the engine, in the three forms the algorithms need:
-// a thread's binary search (first_not_before), two of them in lockstep
-// (first_not_before_both: their loads in flight together) and a warp's
-// 33-ary search (warp_first_not_before: 32 probes a round). Every search of
-// libmerge is one of these over a predicate that says whether position i
-// lies before the answer: the merge path (merge_path.hpp), the bound
-// searches (bounds.hpp) and the k-way splits (multiway.hpp). Plain C++, host
-// and device (the warp form is device code only).
+// The engine's one search loop, over a predicate that says whether position i
+// lies before the answer: a thread's binary search, two in lockstep, and a
+// warp's 33-ary search. Plain C++, host and device (the warp form: device only).
 #pragma once
 
 #include "../../libmerge/detail/config.hpp"
@@ -31,8 +26,7 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE Index first_not_before(Index lo, Index
 }
 
 // Two independent first_not_before searches, a step of each in turn, so that
-// a thread has both loads in flight at once (the 4-way split's two inner
-// searches). lo0 and lo1 become the answers.
+// a thread has both loads in flight at once. lo0 and lo1 become the answers.
 template <class Index, class Before0, class Before1>
 LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void first_not_before_both(Index& lo0, Index hi0, Before0&& before0,
                                                                     Index& lo1, Index hi1, Before1&& before1) {
@@ -49,14 +43,12 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void first_not_before_both(Index& lo0,
 }
 
 #if defined(__CUDACC__)
-// first_not_before by a whole warp (every lane calls it with the same range
-// and predicate; all return the answer): each lane tests one of 32 evenly
-// spaced points of the range, the first lane whose point is not before ends
-// the true prefix, and the range narrows to the gap around it. So the chain
-// of dependent loads is log32 of the range long (4 rounds for 2^19, where a
-// binary search makes 19), for 32 times the loads: for searches too few to
-// hide a thread's chain (partition.cuh: warp_partitions_max). Every probe lies
-// in [lo, hi).
+// first_not_before by a whole warp (every lane passes the same range and
+// predicate; all return the answer): each lane tests one of 32 evenly spaced
+// points, and the range narrows to the gap around the first that is not
+// before. A chain of log32 dependent loads for 32 times the loads: for searches
+// too few to hide a thread's chain (warp_partitions_max). Every probe lies in
+// [lo, hi).
 template <class Index, class Before>
 __device__ __forceinline__ Index warp_first_not_before(Index lo, Index hi, Before&& before) {
   const int lane = static_cast<int>(threadIdx.x % 32);

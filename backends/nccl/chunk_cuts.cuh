@@ -1,18 +1,13 @@
-// The cuts of each rank's output into the exchange's chunks, for the sort
-// across GPUs (splitters.cuh finds the exact splitters beside them).
-//
-// The exchange goes in `chunks` rounds (merge_sort.cuh, step 4): each rank's
-// output is cut into that many chunks, at cuts that need not be exact, only
-// the same prefix of the global order on every rank. Any candidate c gives
-// one for free: every sequence's count L_v(c) cuts the first R(c) elements.
-// So the cut inside rank s's output nearest below its target (chunk_target:
-// G_s + c n_s / chunks for equal chunks, or chunks shrinking by a taper) is the
-// first round's candidate with the largest R(c) at most that (snap_kernel;
-// the first round's intervals span the runs, so its candidates lie every
-// N / (1023 x sequences) or so of the global order), taken between the exact
-// cuts of rank s's output (prefixes of one order are nested, so the
-// sequence-wise max and min of two are prefixes too). Chunks thus cost the
-// search no interval and no round.
+// The cuts of each rank's output into the exchange's chunks (merge_sort.cuh,
+// step 4; splitters.cuh finds the exact splitters beside them). They need not
+// be exact, only the same prefix of the global order on every rank, and any
+// candidate c gives one for free: every sequence's count L_v(c) cuts the
+// first R(c) elements. So a chunk's cut is the first round's candidate with
+// the largest R(c) at most its target (chunk_target; snap_kernel; those
+// candidates lie every N / (1023 x sequences) or so of the global order),
+// clamped between the exact cuts of rank s's output (prefixes of one order
+// are nested, so the sequence-wise max and min of two are prefixes too).
+// Chunks thus cost the search no interval and no round.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>

@@ -29,17 +29,16 @@ inline ncclResult_t (*nccl_revoke())(ncclComm_t, int) {
 // clock (inside ncclGroupEnd while NCCL connects to a peer that never came,
 // or a host copy behind an NCCL kernel that waits for one) is freed by this
 // thread: when the timeout passes, it revokes the call's communicators
-// (ncclCommRevoke: every NCCL operation and kernel in flight stops and the
-// communicator is not freed, so the blocked thread returns with an error and
-// uses no freed memory). The caller's thread then aborts them itself
-// (abort_all, after stop()). With an NCCL older than 2.28.7, which has no
-// revoke, this thread aborts them (ncclCommAbort, which frees them), as
-// frameworks' watchdogs did before revoke existed, but only while the
-// caller's thread is blocked in ncclGroupEnd (enter_wait .. leave_wait,
-// under a lock): anywhere else the caller's thread sees the deadline at its
-// next check and aborts them itself, so no abort frees a communicator under
-// one of its other NCCL calls. (Inside ncclGroupEnd NCCL frees it while the
-// blocked call unwinds: the race that NCCL 2.28.7's revoke removes.)
+// (ncclCommRevoke: everything in flight stops and the communicator is not
+// freed, so the blocked thread returns with an error and uses no freed
+// memory); the caller's thread then aborts them (abort_all, after stop()).
+// With an NCCL older than 2.28.7 (no revoke) this thread aborts them
+// (ncclCommAbort frees them) only while the caller's thread is blocked in
+// ncclGroupEnd (enter_wait .. leave_wait, under a lock); anywhere else the
+// caller's thread sees the deadline at its next check and aborts them itself,
+// so no abort frees a communicator under its other NCCL calls. (Inside
+// ncclGroupEnd NCCL frees it while the blocked call unwinds: the race that
+// revoke removes.)
 class watchdog {
  public:
   watchdog(std::vector<ncclComm_t> comms, double timeout_s)

@@ -22,7 +22,6 @@ struct cut_matrix {
   }
   long long status(int q) const { return words[static_cast<std::size_t>(q) * stride() + stride() - 2]; }
   long long width(int q) const { return words[static_cast<std::size_t>(q) * stride() + stride() - 1]; }
-  // Where run j of rank q (length n) starts in its runs, and its length.
   long long run_begin(int q, int j) const { return j == 0 ? 0 : width(q); }
   long long run_length(int q, int j, long long n) const { return runs == 1 ? n : (j == 0 ? width(q) : n - width(q)); }
   // Rank q's piece of run j for chunk c of rank s: [from, from + count) of
@@ -59,9 +58,8 @@ inline bool cuts_add_up(const cut_matrix& m, const long long* lengths, int strid
   return true;
 }
 
-// The checks every rank makes alike on the cut matrix (the same on every
-// rank): a rank that failed after the headers, and cuts that do not add up
-// (a comparator that is no strict weak ordering).
+// The checks every rank makes alike on the (same) cut matrix: a rank that
+// failed after the headers, cuts that do not add up (no strict weak ordering).
 template <class K, class V>
 void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m, const char* algorithm) {
   const int world = m.world;
@@ -155,8 +153,7 @@ inline piece_plan plan_pieces(int r, const cut_matrix& m, const header* all, std
 }
 
 // What local rank r sends and receives of one array (elements of `size`
-// bytes, whose runs start at base) for run j in chunk c: pieces for the
-// transport.
+// bytes) for run j in chunk c: pieces for the transport.
 struct wire_plan {
   pieces out, in;
 };

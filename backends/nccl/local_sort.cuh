@@ -56,7 +56,7 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
         algorithm);
     (plan.early ? s.first_sorted : s.sorted) = true;
     // The exchange's stream and events now, while the GPU sorts: made after
-    // the cuts arrive (host wait 2), they held the first round back.
+    // host wait 2 they would hold the first round back.
     open_exchange(s, plan, algorithm);
     return 0;
   } catch (...) {

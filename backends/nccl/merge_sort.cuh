@@ -1,73 +1,42 @@
 // Merge sort of data spread over the ranks of an NCCL communicator (one GPU a
-// rank), with exactly balanced, stable output. One call, every rank:
+// rank), with exactly balanced, stable output. The steps, a function each,
+// called in order by sort_shards (docs/multi-gpu-sort.md has the details):
 //
-//   1. headers      an all-gather of each rank's length, key/value/comparator
-//                   types and any failure so far; host wait 1: every rank
-//                   checks every header and all throw alike, before any rank
-//                   touches its shard
-//   2. local sort   each rank sorts its shard with the CUDA merge sort into
-//                   a buffer of its own (its runs): one sorted run, or on 2
-//                   GPUs two, the last merge level left out where that saves
-//                   a pass (the receiving rank's 4-way merge makes it); on 2
-//                   GPUs the two runs as two sorts, and while the second
-//                   sorts the early round moves the first runs' pieces by a
-//                   search over the first runs alone (early_round)
-//   3. splitters    exact global splitters by a distributed co-rank search
-//                   over every rank's runs (splitters.cuh), and the cuts of
-//                   each rank's output into chunks, then an all-gather of
-//                   every rank's cuts and status; host wait 2
-//   4. exchange     a round a chunk (as many as GPUs up to 4, fewer where
-//                   the longest shard would give a round under 2^22
-//                   elements; each chunk 0.8 times the one before on 2
-//                   GPUs, 0.6 on more; after an early round 4 equal
-//                   rounds, each with what did not come early), each an NCCL
-//                   group of ncclSend/ncclRecv for keys and values on a
-//                   stream of the rank's own of the highest priority, each
-//                   piece moved on 256-byte boundaries (wire()) from the runs
-//                   into the receiver's slots; a rank's own pieces stay where
-//                   its local sort left them
-//   5. merge        each rank merges a chunk's pieces (in rank and run order,
-//                   so ties stay stable) into its shard on its stream once the
-//                   chunk has arrived, while the next travels: one 4-way pass
-//                   for 3 or 4 pieces (merge_four), else a copy, a merge or a
-//                   tree of merges; host wait 3: the call returns when the
-//                   sort is done, as thrust::sort does
+//   1. headers     all-gather of lengths, types, failures; host wait 1: every
+//                  rank checks them and all throw alike before any shard is
+//                  touched (headers.cuh)
+//   2. local sort  into the rank's own runs: one, or on 2 GPUs two, the last
+//                  level left to the receiver's 4-way merge (local_sort.cuh);
+//                  2b. the early round: first runs' pieces travel while the
+//                  second runs sort (early_round)
+//   3. splitters   exact co-rank search and the chunks' cuts (splitters.cuh),
+//                  all-gather of cuts and status; host wait 2
+//   4. exchange    a round a chunk, NCCL groups on a highest-priority stream,
+//                  pieces on 256-byte boundaries (exchange.cuh); a rank's own
+//                  pieces stay in its runs
+//   5. merge       each chunk in rank and run order (stable) once it arrived,
+//                  while the next travels (merge_pieces.cuh); host wait 3:
+//                  the call returns when the sort is done, as thrust::sort does
 //
-// This file holds the steps, a function each (sort_shards calls them in
-// order); what each step does in detail is in a file of its own: headers.cuh
-// (1), local_sort.cuh (2, and the restores after a failure), splitters.cuh
-// (3), exchange.cuh (3-4: the cut matrix, the pieces and a round's sends),
-// merge_pieces.cuh (5), with state.cuh (what a call holds), plan.cuh (what
-// the headers decide) and transport.cuh (every NCCL call, the deadline).
-//
-// Global order is (key, rank, position): rank r ends with the elements of
-// global positions [G_r, G_r + n_r), where n_r is its own shard's length and
-// G_r the sum of the lower ranks' lengths. Boundary s (s = 1 .. world-1) cuts
-// every rank q's sorted shard at S_q(s) = the number of q's elements among the
-// first G_s; rank q sends [S_q(s), S_q(s+1)) to rank s, cut further into
-// chunks at prefixes of the global order between them.
+// Global order is (key, rank, position): rank r ends with global positions
+// [G_r, G_r + n_r), G_r the sum of the lower ranks' lengths. Boundary s cuts
+// every rank q's sorted shard at S_q(s), the number of q's elements among the
+// first G_s; q sends [S_q(s), S_q(s+1)) to s, cut further into chunks.
 //
 // Failures. Whatever fails on one rank must reach the others, or they wait:
-//  - before the headers (a host or null pointer, a stream of another device,
-//    a shard missing, no staging memory): the rank still sends its header,
-//    flagged with its message; every rank throws before sorting anything;
-//  - after them (the local sort, the exchange's buffers and stream): the
-//    rank still takes part in the search and flags its status beside its
-//    cuts; every rank throws before anything is exchanged;
-//  - a merge that cannot be queued (its temporary storage): the rank still
-//    exchanges and sets two words all-reduced behind every rank's merges;
-//    every rank throws, naming it, once those arrive;
+//  - before the headers: the rank still sends its header, flagged with its
+//    message; every rank throws before sorting anything;
+//  - after them (the local sort, the exchange's buffers and stream): the rank
+//    still searches and flags its status beside its cuts; every rank throws
+//    before anything is exchanged;
+//  - a merge that cannot be queued: the rank still exchanges; two words
+//    all-reduced behind every rank's merges make every rank throw, naming it;
 //  - a rank that never comes, or dies: the transport's deadline (.timeout)
 //    covers the whole call, waits inside NCCL included (transport.cuh).
-// From the local sort on the shard is the sort's scratch; whatever fails
-// after the headers, each rank gets its own elements back, sorted
-// (restore_shard, from its runs), unless the device itself failed: no rank
-// returns before every rank has queued its merges (the words all-reduced
-// behind them), so where one rank's merge cannot get its temporary storage
-// every rank throws and restores its own elements.
-// Every exception a rank throws names the algorithm and the rank that
-// failed: a rank's own failure is rethrown with its rank in the message
-// (rethrow_naming), its peers' errors name it.
+// From the local sort on the shard is the sort's scratch: after any failure
+// past the headers each rank gets its own elements back, sorted
+// (restore_shard), unless the device itself failed. Every exception names the
+// algorithm and the failed rank (rethrow_naming for a rank's own).
 #pragma once
 
 #include "exchange.cuh"
@@ -220,20 +189,15 @@ void send_early(Transport& t, std::vector<rank_state<K, V>>& st, const header* a
 }
 
 // 2b. The early round (plan.early: 2 GPUs, two runs a rank), while the
-// second runs sort. Once every rank's first run is sorted, the search of
-// splitters.cuh over the first runs alone, as if they were all the data
-// (boundary s after the lower ranks' first runs: where the exact cuts fall
-// when a rank's halves hold alike keys), on the exchange streams; a host
-// wait for its cuts (the GPUs meanwhile sort the second runs); then the
-// pieces travel, each into the receiver's mirror of the sender's first run
-// (layout_early). The exact search (find_cuts) decides what each rank
-// merges: the rounds after it send of each first-run piece only what came
-// not early (plan_wire), next to what did at its own offset in the mirror,
-// and what came early outside the exact piece is never read. So the early
-// cuts need only be the same on every rank; where they are no use (a rank
-// failed, a comparator that is no strict weak ordering) nothing goes early
-// and the rounds after send everything. 2^30 int32 keys on 2 GPUs: about
-// half the exchange behind the second runs' sorts (docs/multi-gpu-sort.md).
+// second runs sort: the search over the first runs alone (boundary s after
+// the lower ranks' first runs), on the exchange streams; a host wait for its
+// cuts; then each piece into the receiver's mirror of the sender's first run
+// (layout_early). The exact search (find_cuts) still decides what each rank
+// merges: later rounds send only what did not come early (plan_wire), and
+// what came early outside the exact piece is never read. So the early cuts
+// need only be the same on every rank; where they are no use (a rank failed,
+// no strict weak ordering) nothing goes early and later rounds send it all.
+// 2 GPUs, 2^30 int32 keys: about half the exchange hides behind the second sorts (docs/multi-gpu-sort.md)
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void early_round(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const local_runs<K>& r,
                  long long* words, early_cuts& e, Comp comp, device_scope& scope, const char* algorithm) {
@@ -312,15 +276,14 @@ void check_merges(const std::vector<rank_state<K, V>>& st, const unsigned long l
 }
 
 // 4. The exchange, a round a chunk on each rank's exchange stream, and 5.
-// the merge of each chunk on the rank's stream once it has arrived: chunk c
-// merges while chunk c + 1 travels. A rank whose merge fails to queue for
-// want of memory (its temporary storage) keeps the error, queues no more
-// merges and goes on exchanging (any other error aborts, as before); then every rank past its merges, or none returns: the words
-// close_merges all-reduces behind them. Without them its peers, done
-// already, would keep results that hold some of its elements, while it
-// holds them too; with them every rank throws (check_merges, after this)
-// and restores its own elements from its runs (restore_shard), which the
-// merges only read. (About 20 us.) Then the wait for the end (wait 3).
+// the merge of chunk c on the rank's stream while chunk c + 1 travels. A
+// merge that fails to queue for want of memory is kept in the rank's error
+// (no more merges; the rank goes on exchanging); any other error aborts.
+// The words close_merges all-reduces keep every rank from returning before
+// all have queued their merges: else peers would keep some of the failed
+// rank's elements while it restores them too. With them every rank throws
+// (check_merges) and restores its own elements from its runs, which the
+// merges only read. Then wait 3.
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
                         const call_plan& plan, const early_cuts& e, Comp comp, device_scope& scope,

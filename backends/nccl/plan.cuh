@@ -7,9 +7,8 @@
 
 namespace libmerge::detail::nccl_backend {
 
-// How a call goes for every rank alike, from the headers: the runs each
-// rank's local sort leaves, and whether the receiving ranks merge their
-// pieces in one 4-way pass (merge_four; else a tree of 2-way merges).
+// four_way: the receiving ranks merge their pieces in one 4-way pass
+// (merge_four; else a tree of 2-way merges).
 struct call_plan {
   int runs = 1;
   int chunks = 1;  // the exchange's rounds; each rank's output is cut into as many chunks
@@ -23,20 +22,11 @@ struct call_plan {
 
 // The exchange's rounds by default: as many as ranks, up to 4, a chunk at
 // least min_chunk elements of a rank's output, each chunk default_taper
-// times the one before. Chunk c's merge runs while chunk c + 1 travels, so
-// past the exchange the call waits for the last chunk's merge only; but
+// times the one before. Chunk c's merge runs while chunk c + 1 travels, but
 // NCCL's kernels slow beside the merges, so the first round (alone on the
 // wire) is the longest and the last (whose merge nothing hides) the
-// shortest. 2^30 int32 keys, H200s, same calls (exchange + merge, the call;
-// ranges over runs): on 2, one round 3.04 + 2.34 ms; 2 equal rounds 3.60 +
-// 1.32 (25.4-25.8 ms, 1.73x-1.76x); 2 tapered 0.8: 3.60-3.70 + 1.15
-// (25.22-25.45, 1.754x-1.770x; pairs 1.71x-1.72x), the exchange 1.20x-1.22x
-// NCCL's all-to-all; 3 tapered 0.6: 3.91 + 0.83 (25.21-25.44, 1.755x-1.771x;
-// pairs 1.72x-1.73x), but the exchange, slowed by two merges beside it,
-// 1.30x-1.32x; 4 tapered 0.6: 25.34-25.58. On 4: one round 3.27 + 1.25; 4
-// equal rounds 2.97 + 0.50 (14.3-14.5); 4 tapered 0.6: 3.00 + 0.27
-// (14.07-14.16, 3.16x-3.18x; 3 or 5 rounds 14.0-14.4). (More rounds than 4
-// past 4 ranks were not measured: one round there unless the caller asks.)
+// shortest. Past 4 ranks one round (more were not measured there).
+// 2 H200s, 2^30 int32 keys: 25.22-25.45 ms tapered 0.8 against 25.4-25.8 in 2 equal rounds (docs/multi-gpu-sort.md)
 inline constexpr int most_default_chunks = 4;
 inline constexpr long long min_chunk = 1LL << 22;
 inline double default_taper(int world) { return world <= 2 ? 0.8 : 0.6; }
@@ -48,10 +38,8 @@ inline double default_taper(int world) { return world <= 2 ? 0.8 : 0.6; }
 inline constexpr long long min_early = 1LL << 20;
 // Elements of 4 bytes or fewer (int32 keys alone) take it from first runs of
 // min_early_small on: their exchange is cheap beside the two sorts of halves
-// the early round needs instead of one sort into two runs. 2 H200s, 2^28
-// int32 keys in all (first runs of about 2^26): 6.94-6.98 ms with it,
-// 6.43-6.58 without; 2^30 (about 2^28): 24.33-24.42 with, 24.58-24.61
-// without; int32 pairs gain at 2^28 too, 10.73-10.81 against 11.43-11.53.
+// the early round needs instead of one sort into two runs.
+// 2 H200s, 2^28 int32 keys in all: 6.94-6.98 ms with it, 6.43-6.58 without (docs/multi-gpu-sort.md)
 inline constexpr long long min_early_small = 1LL << 27;
 
 // How the exchange goes where tests and benchmarks choose (sort_shards; it
@@ -69,9 +57,7 @@ inline call_plan plan_call(const header* all, int world, long long longest, cons
   c.four_way = true;
   for (int q = 0; q < world; ++q) c.four_way = c.four_way && all[q].four_way != 0;
   // Two runs a rank where the receiving rank merges 2 x 2 pieces in one
-  // pass (2 ranks: most_runs): the local sort's last merge
-  // level is then left out (2^30 int32 keys on 2 GPUs: one pass of 2^29 keys
-  // fewer a rank).
+  // pass (2 ranks: most_runs): the local sort's last merge level is left out.
   c.runs = c.four_way ? most_runs(world) : 1;
   const long long wanted =
       chunks > 0 ? chunks : (world <= most_default_chunks ? std::min<long long>(longest / min_chunk, world) : 1);
@@ -84,10 +70,8 @@ inline call_plan plan_call(const header* all, int world, long long longest, cons
     c.early = c.early && w > 0 && w < all[q].n && (early > 0 || w >= least);
   }
   // After the early round the exchange moves about half as much, and the
-  // merges, not NCCL, set the pace: more rounds, equal (2^30 int32 keys
-  // on 2 H100s, ms: 2 rounds tapered 0.8 25.97-26.17, 2 equal 26.35, 3
-  // 25.86, 4 25.90, 6 26.04, 8 26.17; pairs 45.74-45.76, 46.44, 45.66,
-  // 45.34, 45.39, 45.67).
+  // merges, not NCCL, set the pace: more rounds, equal.
+  // 2 H100s, 2^30 int32 keys: 4 equal rounds 25.90 ms against 25.97-26.17 in 2 tapered 0.8 (docs/multi-gpu-sort.md)
   if (c.early && chunks <= 0) {
     c.chunks = static_cast<int>(std::clamp<long long>(longest / min_chunk, 1, most_default_chunks));
   }

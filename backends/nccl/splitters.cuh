@@ -1,32 +1,23 @@
 // The exact splitters of the sort across GPUs: a distributed co-rank search
-// (Merge Path across ranks). Every rank's shard is sorted; boundary s
-// (s = 1 .. world-1) cuts every rank q's shard at S_q(s) = the number of q's
-// elements among the first G_s of the global order (key, rank, position),
-// G_s the sum of the lengths of ranks below s.
+// (Merge Path across ranks). Boundary s (s = 1 .. world-1) cuts every rank
+// q's sorted shard at S_q(s), the number of q's elements among the first G_s
+// of the global order (key, rank, position), G_s the lengths of ranks below s.
 //
-// For a candidate c = (key x, rank q, position p), rank r's local count
-// L_r(c) (its elements before c in global order) is p when r == q,
-// lower_bound(x) when q < r (equal keys of r come after c) and upper_bound(x)
-// when q > r; the all-reduce gives c's global position R(c). If R(c) < G_s,
-// c lies in the first G_s, so S_r(s) >= L_r(c) (+1 if c is r's own);
-// otherwise S_r(s) <= L_r(c). Each rank proposes `proposals` evenly spaced
-// elements of its open interval [lo, hi] for each boundary, so its interval
-// shrinks to 1/(proposals+1) each round: 4 rounds for shards of 2^32. Every
-// rank sees the same candidates and counts, so they agree without a host
-// round trip. Each round is one all-gather of every rank's candidates and
-// one all-reduce of their counts: (ranks - 1) x runs x proposals of each
-// per rank (2 GPUs, two runs: 2046 candidates, 32 KB a rank).
+// For a candidate c = (key x, rank q, position p), rank r's count L_r(c) of
+// its elements before c is p when r == q, lower_bound(x) when q < r (r's
+// equal keys come after c) and upper_bound(x) when q > r; the all-reduce
+// gives c's global position R(c). If R(c) < G_s, S_r(s) >= L_r(c) (+1 if c
+// is r's own); otherwise S_r(s) <= L_r(c). Each round a rank proposes
+// `proposals` evenly spaced elements of each open interval [lo, hi], which
+// shrinks to 1/(proposals+1). Every rank sees the same candidates and counts,
+// so all agree without a host round trip. A round is one all-gather of the
+// candidates and one all-reduce of their counts.
 //
-// A rank may hold its shard as `runs` sorted runs (2: [0, W) and [W, n),
-// the local sort one merge level short, W in device memory): then the search
-// is over world * runs sequences, sequence v = rank * runs + j, in the same
-// order as (rank, position) since run 0 holds the earlier positions. Each
-// rank proposes from each of its runs, counts every candidate in each of its
-// runs (the sums are what the all-reduce adds up) and narrows an interval a
-// run and boundary.
-//
-// The cuts of each rank's output into the exchange's chunks come free from
-// the first round's candidates: chunk_cuts.cuh.
+// A rank may hold its shard as `runs` sorted runs (2: [0, W) and [W, n), W in
+// device memory): the search is then over sequences v = rank * runs + j, in
+// the same order as (rank, position) since run 0 holds the earlier positions;
+// an interval a run and boundary. The chunks' cuts come free from the first
+// round's candidates (chunk_cuts.cuh).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -44,12 +35,9 @@
 namespace libmerge::detail::nccl_backend {
 
 // Elements each rank proposes for each interval (run and boundary) a round.
-// More take fewer rounds (each a pair of collectives and three kernels, about
-// 70 us on 2 GPUs driven from one thread) for larger messages (still
-// latency-bound: 4 ranks send 3 x 1023 candidates each) and more work for
-// count_kernel (a binary search a candidate and run): 1023 takes 3 rounds
-// for runs of 2^28 (2^30 int32 keys on 2 GPUs, two runs a rank) where 127
-// took 5, and 4 rounds for 2^32.
+// More take fewer rounds (each a pair of collectives and three kernels) for
+// larger, still latency-bound messages and more count_kernel work.
+// Runs of 2^28: 3 rounds with 1023, 5 with 127; 2^32: 4 (docs/multi-gpu-sort.md)
 inline constexpr int proposals = 1023;
 
 inline std::size_t align16(std::size_t x) { return (x + 15) / 16 * 16; }
@@ -159,9 +147,8 @@ __global__ void count_kernel(const K* keys, long long n, int rank, int world, in
 
 // Narrows each interval with every candidate's global position: a block an
 // interval, its threads over the candidates, the tightest bounds by a block
-// reduction. (One thread a boundary, reading every candidate in turn, was
-// bound by the loads' latency: about 0.1 ms a round for 4 ranks of 93
-// candidates each, most of the 0.87 ms of splitters on 4 H200s.)
+// reduction (a thread a boundary was latency-bound).
+// 4 H200s: about 0.1 ms a round with a thread a boundary (docs/multi-gpu-sort.md)
 inline constexpr int narrow_threads = 256;
 
 struct max_of {
@@ -240,18 +227,16 @@ __global__ void splits_kernel(const long long* lo, const long long* sub, int wor
 }
 
 
+// The most runs a rank's shard can be in: two only on 2 ranks, where the
+// receiver merges 2 x 2 pieces in one 4-way pass (plan_call).
+inline int most_runs(int world) { return world == 2 ? 2 : 1; }
+// The most chunks the exchange of a call can go in (plan_call).
+inline constexpr int max_chunks = 16;
+
 // One rank's device buffers of the search, carved from one allocation (see
 // bytes()): its packed candidates (positions, then keys at key_offset), every
 // rank's, the local and global counts, the intervals and targets, and the
 // cuts with a status word, its own and every rank's.
-// The most runs a rank's shard can be in: two only on 2 ranks, where the
-// receiver merges 2 x 2 pieces in one 4-way pass (nccl merge_sort.cuh:
-// plan_call).
-inline int most_runs(int world) { return world == 2 ? 2 : 1; }
-// The most chunks the exchange of a call can go in (merge_sort.cuh:
-// plan_call).
-inline constexpr int max_chunks = 16;
-
 template <class K>
 struct splitter_buffers {
   int world = 0;

@@ -111,10 +111,9 @@ class host_staging {
 // [lo, hi) of its array, moved out to wire_align boundaries as far as the
 // array allows, and the piece starts `head` bytes past lo. NCCL copies
 // buffers aligned to 16 bytes 16 bytes a load and others an element (here a
-// byte) at a time, and cuts fall anywhere: with pieces on 16-byte boundaries
-// alone, 2^30 int32 keys on 2 H200s exchanged in 1.25x the time of a plain
-// all-to-all of the same bytes (was 1.8x). The receiver puts the piece where
+// byte) at a time, and cuts fall anywhere. The receiver puts the piece where
 // lo lands on a 16-byte boundary too (plan_pieces).
+// 2 H200s, 2^30 int32 keys: exchange 1.25x a plain all-to-all on 16-byte boundaries, 1.8x without (docs/multi-gpu-sort.md)
 inline constexpr std::size_t wire_align = 256;
 inline std::size_t align_wire(std::size_t x) { return (x + wire_align - 1) / wire_align * wire_align; }
 
@@ -217,9 +216,9 @@ struct rank_state {
   rank_state(const rank_state&) = delete;
   rank_state& operator=(const rank_state&) = delete;
   ~rank_state() {
-    // Temporary storage goes back on the rank's stream, with its device current.
-    // (before the side stream, which is `stream` for a rank whose own
-    // stream was of another device).
+    // Temporary storage goes back on the rank's stream with its device
+    // current, before the side stream (`stream` for a rank whose own stream
+    // was of another device) is destroyed.
     cudaSetDevice(device);
     // (The exchange reads and writes `big`: done, or stopped by an abort.)
     if (exchange_stream != nullptr) cudaStreamSynchronize(exchange_stream);

@@ -1,20 +1,16 @@
-// How the ranks of a distributed sort talk: the four operations the sort needs
-// (an all-gather, a sum all-reduce, an all-to-all of pieces of any size, and a
-// host wait), for every rank this process drives at once. Two transports:
+// How the ranks of a distributed sort talk: an all-gather, a sum all-reduce,
+// an all-to-all of pieces of any size and a host wait, for every rank this
+// process drives at once. Two transports:
 //
-//   nccl_transport      the real one: NCCL collectives and point-to-point
-//                       calls on the ranks' streams, grouped when this process
-//                       drives several ranks (one thread, ncclCommInitAll),
-//                       and the call's deadline (watchdog, deadline.cuh).
-//   loopback_transport  (loopback.cuh) all ranks in this process, on one device: the same
-//                       operations as device copies ordered by events. It runs
-//                       the sort's distributed steps (splitters, exchange,
-//                       merge) on one GPU, so that they are tested where no
-//                       multi-GPU machine is available; it is not a backend.
-//                       (Not across devices: its all-reduce kernel reads the
-//                       other ranks' buffers, memory-pool allocations that a
-//                       kernel on another device may not touch; tried on 4
-//                       H200s, an illegal address.)
+//   nccl_transport      NCCL calls on the ranks' streams, grouped when this
+//                       process drives several ranks (one thread,
+//                       ncclCommInitAll), and the call's deadline (deadline.cuh).
+//   loopback_transport  (loopback.cuh) every rank in this process on one
+//                       device, the operations as device copies ordered by
+//                       events: the distributed steps tested on one GPU; not a
+//                       backend. Not across devices: its all-reduce kernel
+//                       reads the other ranks' pool allocations, which a kernel
+//                       on another device may not touch.
 //
 // The sort (merge_sort.cuh) is written against this interface only, and does
 // everything for local rank i on stream(i) with device(i) current.
@@ -181,14 +177,8 @@ class nccl_transport {
   // Local rank i sends out[i] pieces of send[i] to each other rank and
   // receives in[i] pieces into recv[i]; the piece a rank keeps is the caller's
   // to copy. Empty pieces are not sent (both sides know they are empty).
-  // NCCL's ncclSend/ncclRecv even where one process drives every rank:
-  // cudaMemcpyPeerAsync of the same pieces, a stream a peer, tied on 2 H200s
-  // (3.09 against 3.22 ms for 2^30 int32 keys) and lost on 4 (4.37 against
-  // 3.16 ms). Tried again with the chunked exchange (2026-11-27, 2 H200s,
-  // each rank pulling its pieces, libmerge's pool opened to the peer): 5.6 ms
-  // against NCCL's 3.0, one copy a piece or four streams each moving a
-  // quarter alike; the merges beside it slowed it less than NCCL's (5.7 ms),
-  // not enough to win.
+  // NCCL even where one process drives every rank (cudaMemcpyPeerAsync lost):
+  // 2 H200s, 2^30 int32 keys: peer copies 5.6 ms against NCCL's 3.0 (docs/multi-gpu-sort.md)
   void exchange(const std::vector<const char*>& send, const std::vector<pieces>& out, const std::vector<char*>& recv,
                 const std::vector<pieces>& in) {
     group([&](const member& m, std::size_t i) {

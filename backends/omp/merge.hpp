@@ -1,9 +1,7 @@
 // OpenMP merge and merge_by_key: Merge Path (Odeh et al. 2012). The output is
-// cut into one equal share per thread; a binary search along each cut's
-// cross-diagonal (merge_path, shared with the CUDA backend) finds where the
-// cut falls in A and in B, and each thread merges its two input ranges into
-// its share on its own. Every thread writes exactly (na + nb) / p outputs,
-// however the keys interleave.
+// cut into one equal share per thread; merge_path (shared with the CUDA
+// backend) finds where each cut falls in A and in B, and each thread merges
+// its ranges on its own: (na + nb) / p outputs each, however keys interleave.
 #pragma once
 
 #include <algorithm>
@@ -23,13 +21,11 @@ namespace libmerge::detail::omp_backend {
 // Outputs per tile of merge_pairs: three tiles of pairs stay in L1/L2.
 inline constexpr index_t pair_tile = 1024;
 
-// merge_by_key of one thread's share when keys and values sit in contiguous
-// arrays of trivially copyable types: a key array and a value array cost the
-// branch-free merge its edge (sequential.hpp: keyed), so the share goes tile
-// by tile: the inputs of each tile of outputs (found by merge_path within the
-// rest of the share) are packed into (key, value) pairs, merged as pairs, and
-// unpacked into the outputs. Twice as fast as merging the arrays in step
-// (int32 keys and values, one thread: 26 ms against 52 ms for 10^7).
+// merge_by_key of one thread's share, for contiguous trivially copyable keys
+// and values: separate arrays cost the branch-free merge its edge
+// (sequential.hpp: keyed), so each tile of outputs has its inputs (found by
+// merge_path within the rest of the share) packed into pairs, merged, unpacked.
+// One thread, 10^7 int32 keys and values: 26 vs 52 ms merging the arrays in step (docs/omp-benchmark.md)
 template <class K, class V, class Comp>
 void merge_pairs(const K* a, const V* a_vals, index_t na, const K* b, const V* b_vals, index_t nb, K* out,
                  V* vals_out, Comp& comp) {
@@ -58,8 +54,7 @@ void merge_pairs(const K* a, const V* a_vals, index_t na, const K* b, const V* b
   }
 }
 
-// Whether merge_pairs takes a merge_by_key: contiguous ranges, B of A's
-// types, keys and values trivially copyable.
+// Whether merge_pairs takes a merge_by_key.
 template <class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut>
 constexpr bool pairs_merge() {
   if constexpr (!has_values<AVals>) {
@@ -105,10 +100,9 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   });
 }
 
-// lm::multiway_merge: the output cut into one equal share per thread, as
-// merge cuts it; where each cut falls in every run is multiway_split
-// (engine/multiway.hpp), and each thread merges its pieces of the runs with
-// the serial backend's k-way merge.
+// lm::multiway_merge: one equal share of the output per thread, as merge
+// cuts it; multiway_split (engine/multiway.hpp) finds each cut in every run,
+// and each thread merges its pieces with the serial backend's k-way merge.
 template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
 void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t total, KeysOut keys_out,
                     ValsOut vals_out, Comp& comp) {
@@ -124,10 +118,9 @@ void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t 
     });
     t.barrier();
     t.run([&] {
-      // Each run's cuts made non-decreasing (the largest so far): the same
-      // cuts for sorted input under a strict weak ordering, and for any other
-      // input still pieces that cover each run once, written where their
-      // sizes put them, so no element is read or written by two threads.
+      // Each run's cuts made non-decreasing: the same cuts for sorted input
+      // and a strict weak ordering, and for any other input still pieces that
+      // cover each run once, so no element is read or written by two threads.
       std::vector<Run> pieces(k);
       index_t o = 0;
       for (std::size_t i = 0; i < k; ++i) {

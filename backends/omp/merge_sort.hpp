@@ -1,22 +1,15 @@
-// OpenMP merge sort: the GPU's structure on CPU cores (Modern GPU's
-// blocksort then merge passes, seeds/000).
-//
-//   1. Block sort. Thread t copies its block of the input, n / p elements,
-//      into scratch (keys with their values as pairs, see keyed) and sorts
-//      it: short runs first (first_run), then merge passes. While the runs
-//      are short the passes go chunk by chunk (256 KiB, in the core's L2),
-//      then group by group (1 MiB, in its share of L3); the rest span the
-//      block.
-//   2. Merge passes across blocks. Pass k merges pairs of runs of 2^k blocks.
-//      Every thread takes the same share of every pass: the output of each
-//      merge is cut at the block boundaries it covers (Merge Path, as in
-//      merge.hpp), so all p threads stay busy until the last pass, where a
-//      tree of merges would leave half the team idle at each level.
-//   3. The sorted scratch is written back to the caller's range.
-//
-// Scratch is two buffers of n keys (or key-value pairs) used as ping-pong. The
-// caller's range is written only in step 3, after every comparison has run:
-// a comparator that throws on any thread leaves it as it was.
+// OpenMP merge sort: Modern GPU's blocksort then merge passes (seeds/000) on
+// CPU cores.
+//   1. Block sort: thread t copies its n / p elements into scratch (values as
+//      keyed pairs) and sorts them: first_run, then merge passes chunk by
+//      chunk (in L2), group by group (in L3), then over the block.
+//   2. Merge passes across blocks: pass k merges runs of 2^k blocks, each
+//      merge's output cut at the block boundaries (Merge Path), so all p
+//      threads stay busy to the last pass, where a tree would idle half.
+//   3. The sorted scratch is written back.
+// Scratch is two ping-pong buffers of n elements. The caller's range is written
+// only in step 3, after every comparison: a comparator that throws on any
+// thread leaves it as it was.
 #pragma once
 
 #include <cstddef>
@@ -33,22 +26,18 @@
 
 namespace libmerge::detail::omp_backend {
 
-// The first runs: elements of up to 8 bytes that copy trivially are sorted in
-// fours by a branch-free network (sequential.hpp: sort4), then merged; others
-// in sixteens by insertion, which beats merging them. (For random int32 keys,
-// the network and two merge passes take 30% less time than insertion.)
+// The first runs: trivially copyable elements of up to 8 bytes in fours by a
+// branch-free network (sort4), then merged; others in sixteens by insertion.
+// Random int32: the network and two merge passes take 30% less time than insertion (docs/omp-benchmark.md)
 template <class T>
 inline constexpr bool network_sortable = std::is_trivially_copyable_v<T> && sizeof(T) <= 8;
 template <class T>
 inline constexpr index_t first_run = network_sortable<T> ? 4 : 16;
-// The block sort's passes go in cache-sized pieces while the runs are short
-// enough: a chunk takes at most chunk_bytes, and with its ping-pong twin stays
-// in a core's L2 (1 to 2 MiB on current server cores); a group of
-// group_chunks chunks (2 MiB with its twin) in the core's share of L3. Every
-// pass that stays in cache saves a pass over main memory, which all threads
-// share: with 16 threads that bandwidth, not the merging, bounds the sort.
-// (At one thread the sort is compute-bound: the sizes make no measurable
-// difference there.)
+// The block sort's passes go in cache-sized pieces while runs are short: a
+// chunk, with its ping-pong twin, in a core's L2; a group of group_chunks
+// chunks in its share of L3. Each pass kept in cache saves one over main
+// memory, whose bandwidth bounds the sort at 16 threads (at one thread it is
+// compute-bound and the sizes make no measurable difference).
 inline constexpr std::size_t chunk_bytes = std::size_t{256} << 10;
 inline constexpr index_t group_chunks = 4;
 
@@ -109,11 +98,9 @@ void merge_runs(Item* const (&buf)[2], int from, index_t lo, index_t hi, index_t
   }
 }
 
-// Step 1, one thread's block [lo, hi) sorted: small runs by a network or an
-// insertion sort, then merge passes chunk by chunk (a chunk fits the cache),
-// group by group, then over the block. Every thread runs block_passes
-// passes (the largest block's, block 0's), so all blocks end in the same
-// buffer: buf[block_passes & 1].
+// Step 1 on one thread's block [lo, hi). Every thread runs block_passes
+// passes (block 0's, the largest), so all blocks end in the same buffer:
+// buf[block_passes & 1].
 template <class Item, class Order, class Load>
 void sort_block(Item* const (&buf)[2], index_t lo, index_t hi, int block_passes, const Load& load,
                 const Order& order) {
@@ -144,11 +131,10 @@ void sort_block(Item* const (&buf)[2], index_t lo, index_t hi, int block_passes,
   for (int k = group_passes; k < block_passes; ++k) merge_runs(buf, k & 1, lo, hi, run << k, order);
 }
 
-// Step 2, the merge passes over the blocks: runs of `width` blocks merge
-// pairwise; thread r writes its own block's range of the output. The
-// crossings are found, then (after a barrier) every thread has them all: no
-// thread moves an element out of the source while another still compares
-// it. Returns the buffer that holds the sorted data.
+// Step 2: runs of `width` blocks merge pairwise; thread r writes its own
+// block's range. The barrier after each pass keeps any thread from moving an
+// element out of the source while another still compares it. Returns the
+// buffer that holds the sorted data.
 template <class Item, class Order, class Block>
 int merge_blocks(const team& t, Item* const (&buf)[2], int from, std::vector<index_t>& cross, const Block& block,
                  const Order& order) {
@@ -185,7 +171,6 @@ void merge_sort(const Policy& policy, KeysIt keys, index_t n, ValsIn vals_in, Va
   using item = std::conditional_t<with_values, keyed<scratch_t<K>, scratch_t<V>>, scratch_t<K>>;
   const key_order<with_values, Comp> order{comp};
 
-  // Element i of the input, as a scratch element.
   auto load = [&](index_t i) -> item {
     if constexpr (with_values) {
       return item{static_cast<scratch_t<K>>(keys[i]), static_cast<scratch_t<V>>(vals_in[i])};

@@ -60,10 +60,9 @@ inline constexpr bool packs_bits =
 // ---------------------------------------------------------------------------
 // Sequential merge
 
-// A key with its value. Sorts and merges by key move the pair as one element:
-// a merge step then moves one element through one pointer, which measured
-// three times faster than moving a key and a value from two arrays in step
-// (g++ turns the second select into a branch).
+// A key with its value, moved as one element by sorts and merges by key: a
+// key array and a value array in step were three times slower (g++ turns the
+// second select into a branch; docs/omp-benchmark.md).
 template <class K, class V>
 struct keyed {
   K key;
@@ -109,18 +108,13 @@ auto to_pointer(It it, index_t n) {
   }
 }
 
-// Merges a[0, na) and b[0, nb) into out[0, na + nb), values alongside
-// (WithValues); stable: B is taken only when strictly smaller, so A wins ties.
-// Move: the inputs are scratch buffers of a sort, whose elements may be moved from.
-//
-// Two things make it about twice as fast as the textbook loop on random keys:
-//   - The choice is data, not a branch: the source pointer is picked with a
-//     conditional move, so unpredictable comparisons cost no mispredictions.
-//   - It works from both ends at once (the front takes the smaller head, the
-//     back the larger tail, B winning ties there): two independent chains of
-//     compare-select-advance that the core overlaps.
-// Each round of steps is bounded by the shorter input, so no cursor can pass
-// an end whatever the comparator answers; the last few elements go one way.
+// Merges a[0, na) and b[0, nb) into out[0, na + nb), values alongside; stable
+// (B taken only when strictly smaller). Move: the inputs are a sort's scratch.
+// About twice the textbook loop's speed on random keys: the source pointer is
+// a conditional move (no mispredictions), and it works from both ends at once
+// (B wins ties at the back): two independent chains the core overlaps.
+// Each round is bounded by the shorter input, so no cursor can pass an end
+// whatever the comparator answers.
 template <bool Move, bool WithValues, class KA, class KB, class VA, class VB, class K, class V, class Comp>
 void merge_pointers(KA* a, index_t na, KB* b, index_t nb, VA* a_vals, VB* b_vals, K* out, V* vals_out,
                     Comp& comp) {
@@ -175,7 +169,6 @@ void merge_pointers(KA* a, index_t na, KB* b, index_t nb, VA* a_vals, VB* b_vals
   for (index_t k; (k = std::min(a_back - a, b_back - b)) > 0;) {
     for (; k > 0; --k) front();
   }
-  // One input is used up; the rest of the other follows in order.
   for (; a < a_back; ++a) {
     *out++ = take(a);
     if constexpr (WithValues) *vals_out++ = take(a_vals++);
@@ -186,11 +179,9 @@ void merge_pointers(KA* a, index_t na, KB* b, index_t nb, VA* a_vals, VB* b_vals
   }
 }
 
-// The same merge for any random-access iterators, and for inputs of different
-// types (B's keys and values are converted to A's types). Positions are
-// indices; the source is picked by reference, which costs a branch where
-// merge_pointers has none, but works for proxies and conversions too. (The
-// serial backend's merge_into is the same two-finger loop, written again on
+// The same merge for any random-access iterators and mixed types (B converted
+// to A's): the source is picked by reference, a branch, but proxies and
+// conversions work. (The serial backend's merge_into is written again on
 // purpose: the oracle shares no code with the backends it checks.)
 template <bool Move, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut, class Comp>
 void merge_iterators(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals, KeysOut out,
@@ -310,13 +301,10 @@ void sort4(T* x, const Comp& comp) {
   exchange(x[1], x[2]);
 }
 
-// merge_path and bound_within (backends/engine/, shared with the CUDA
-// backend) are __host__ __device__ under nvcc, and this backend calls them
-// with host-only iterators and comparators (std::deque iterators, lambdas),
-// which nvcc flags (#20011-D, #20014-D) in a __host__ __device__ function.
-// These two wrappers are the __host__ __device__ face of a host-only callee,
-// and the diagnostic is silenced for them alone: they only ever run on the
-// host.
+// merge_path and bound_within (backends/engine/) are __host__ __device__ under
+// nvcc, and nvcc flags the host-only iterators and comparators this backend
+// passes them (#20011-D, #20014-D). These wrappers only ever run on the host:
+// the diagnostic is silenced for them alone.
 #if defined(__CUDACC__)
 #pragma nv_diagnostic push
 #pragma nv_diag_suppress 20011, 20014
@@ -343,11 +331,10 @@ struct host_comparator {
 // Bound search
 
 // The first position in [pos, end) whose element does not come before the
-// needle: lower (Upper = false) skips elements less than the needle, upper
-// those not greater. Gallops: probes pos, pos + 1, pos + 3, pos + 7, ... then
-// binary-searches the last gap, so a short step costs what a linear walk
-// costs, and a long one (sparse needles, a long run of equal keys) log2 of its
-// length. Every probe is in [pos, end) whatever the comparator does.
+// needle (lower: less than it; upper: not greater). Gallops (pos, pos + 1,
+// pos + 3, pos + 7, ...) then binary-searches the last gap: a short step costs
+// a linear walk's, a long one log2 of its length. Every probe is in [pos, end)
+// whatever the comparator does.
 template <bool Upper, class Hay, class Needle, class Comp>
 index_t gallop(Hay hay, index_t pos, index_t end, const Needle& needle, Comp& comp) {
   auto before = [&](index_t k) -> bool {
@@ -389,15 +376,12 @@ struct merge_share {
 };
 
 // Threads first .. last - 1 share one merge of a[0, na) and b[0, nb); thread k
-// writes outputs [diag(k), diag(k + 1)), with diag(first) = 0 and diag(last) =
-// na + nb. cross[k] is merge_path's answer for diag(k): how many of the
-// outputs before it come from A.
-//
-// For a strict weak ordering the crossings already tile both inputs. For any
-// other comparator they may not, so every thread walks its group's crossings
-// from the left and clamps each into the range that keeps both inputs' cursors
-// monotone; all threads compute the same clamped values, so the shares still
-// tile both inputs exactly and no element is read (or moved from) by two threads.
+// writes outputs [diag(k), diag(k + 1)), diag(first) = 0, diag(last) = na + nb;
+// cross[k] is merge_path's answer for diag(k).
+// Under a comparator that is no strict weak ordering the crossings may not tile
+// the inputs, so every thread clamps its group's crossings from the left to
+// keep both cursors monotone; all compute the same values, so the shares tile
+// both inputs exactly and no element is read (or moved from) by two threads.
 template <class Diag>
 merge_share share_of(const index_t* cross, int first, int last, int rank, index_t na, index_t nb, Diag&& diag) {
   index_t a = 0, a_begin = 0;

@@ -1,12 +1,9 @@
-// OpenMP sorted search and equality count: a sorted search of A in B is a
-// merge of A and B that keeps only positions (Modern GPU's SortedSearch,
-// seeds/003). With bounds::lower, A's lower bound into B is how many elements
-// of B precede it in the merge that puts A first on ties, and B's upper bound
-// into A how many elements of A precede it there; bounds::upper is the merge
-// that puts B first. So the merge's Merge Path partition (merge.hpp) splits
-// both inputs at once: thread t gets A's and B's elements of its share of the
-// merge, and every bound they need lies inside the other input's share. Each
-// thread then walks its share forward, both sides independently.
+// OpenMP sorted search and equality count: a merge of A and B that keeps only
+// positions (Modern GPU's SortedSearch, seeds/003). With bounds::lower, A's lower bound into
+// B counts the B elements before it in the merge that puts A first on ties, B's
+// upper bound into A the A elements before it; bounds::upper puts B first. So
+// the Merge Path partition (merge.hpp) gives each thread a share in which every
+// bound lies inside the other input's part, walked forward, side by side.
 #pragma once
 
 #include <iterator>
@@ -27,16 +24,11 @@ namespace libmerge::detail::omp_backend {
 inline constexpr index_t dense_ratio = 4;
 
 // One side of a search within a thread's share: needles[begin, end) get their
-// bound into hay, which lies in [hay_begin, hay_end] (the haystack's part of
-// the share); nh is the whole haystack's length, for the match test next to
-// the bound. Returns the number of matched needles.
-//
-// Two walks, both forward from hay_begin:
-//   - dense needles into a contiguous index output: a merge that keeps only
-//     positions, one compare per step and no branch on its outcome (the bound
-//     is stored at every step and the last store for a needle stands);
-//   - otherwise each bound gallops from the previous one (sequential.hpp),
-//     which costs log2 of the gap between needles, not the gap.
+// bound into hay, which lies in [hay_begin, hay_end]; nh (the whole haystack's
+// length) bounds the match test. Returns the number of matched needles.
+// Dense needles into a contiguous index output walk branch-free (the bound is
+// stored at every step; the last store for a needle stands); others gallop
+// from the previous bound, log2 of the gap between needles.
 template <bool Upper, search_type Type, class Needles, class Hay, class Out, class Comp>
 index_t search_share(Needles needles, index_t begin, index_t end, Hay hay, index_t hay_begin, index_t hay_end,
                      index_t nh, Out out, Comp& comp) {

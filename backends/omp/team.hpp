@@ -1,11 +1,9 @@
-// The thread team of one call: how many threads it gets, which share of the
-// work each takes, and how an exception thrown on a worker reaches the caller.
-//
-// An exception must not leave an OpenMP parallel region (the program would
-// terminate), so every piece of work that may throw (a comparator, a copy) runs
-// through team::run: the first exception is kept, the team skips the rest of
-// its work but still meets every barrier, and parallel() rethrows the
-// exception on the calling thread after the region, as the same object.
+// The thread team of one call: its size, each thread's share, and how an
+// exception thrown on a worker reaches the caller. An exception must not leave
+// an OpenMP parallel region (the program would terminate), so work that may
+// throw runs through team::run: the first exception is kept, the team skips
+// the rest of its work but meets every barrier, and parallel() rethrows that
+// same object on the calling thread after the region.
 #pragma once
 
 #include <omp.h>

@@ -1,6 +1,6 @@
-// Serial reference merge: the textbook two-finger loop of std::merge and of the
-// sequential merge in seeds/004. It shares no code with the GPU backend, so the
-// tests that compare the two can catch a bug in either.
+// Serial reference merge: the two-finger loop of std::merge (seeds/004). It
+// shares no code with the other backends, so tests comparing them catch a bug
+// in either.
 #pragma once
 
 #include <algorithm>
@@ -16,11 +16,8 @@
 
 namespace libmerge::detail::serial {
 
-// Merges a[0, na) and b[0, nb) into out; on ties A comes first (stable).
-// Values, when present, move with their keys. Move: the inputs are scratch
-// buffers (merge sort passes) whose elements may be moved from. Outputs are
-// written as *out, ++out: g++ 12 at -O3 takes the indexed form for a write
-// past the end of a small output (-Wstringop-overflow).
+// Stable: on ties A comes first. Move: the inputs are merge sort's scratch.
+// *out, ++out, not out[i]: g++ 12 -O3 warns (-Wstringop-overflow) otherwise.
 template <bool Move = false, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut,
           class Comp>
 void merge_into(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals, KeysOut out,
@@ -55,7 +52,6 @@ void merge_into(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_
     ++j;
   };
   while (i < na && j < nb) {
-    // Take B only when it is strictly smaller: equal keys keep A first.
     if (comp(as_type<K>(b[j]), a[i])) {
       take_b();
     } else {
@@ -66,10 +62,8 @@ void merge_into(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_
   while (j < nb) take_b();
 }
 
-// K-way reference merge (lm::multiway_merge): a binary heap of the runs'
-// heads (std::push_heap / pop_heap); the head taken is the least key, of
-// equal keys the one of the lowest run, so the merge is stable. Runs:
-// detail::sorted_run (libmerge/multiway_merge.hpp).
+// K-way reference merge: a heap of the runs' heads; of equal keys the lowest
+// run's goes first (stable). Runs: detail::sorted_run.
 template <class Run, class KeysOut, class ValsOut, class Comp>
 void multiway_merge_into(const std::vector<Run>& runs, KeysOut out, ValsOut vals_out, Comp& comp) {
   struct head {

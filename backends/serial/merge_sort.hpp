@@ -1,9 +1,7 @@
 // Serial reference merge sort: insertion sort of short runs, then bottom-up
-// passes of the serial merge, ping-ponging between two scratch buffers.
-// All work happens in the scratch buffers; the caller's range is written only
-// at the end, so an exception from an allocation or the comparator leaves it
-// as it was. (An exception from assigning a key or value itself, during that
-// final write, can leave it partly written.)
+// merge passes between two scratch buffers. The caller's range is written only
+// at the end: a throwing allocation or comparator leaves it as it was (a
+// throwing key or value assignment there may leave it partly written).
 #pragma once
 
 #include <algorithm>
@@ -21,8 +19,7 @@ namespace libmerge::detail::serial {
 // Runs this short are sorted by insertion, which beats merging them.
 inline constexpr index_t insertion_run = 16;
 
-// Stable insertion sort of keys[lo, hi), moving values alongside. The j > lo
-// guard keeps it in range even for a comparator that is not a strict weak order.
+// Stable; the j > lo guard keeps it in range for any comparator.
 template <bool WithValues, class K, class V, class Comp>
 void insertion_sort(K* keys, V* vals, index_t lo, index_t hi, Comp& comp) {
   for (index_t i = lo + 1; i < hi; ++i) {
@@ -42,14 +39,12 @@ void insertion_sort(K* keys, V* vals, index_t lo, index_t hi, Comp& comp) {
   }
 }
 
-// Scratch buffers hold keys and values as this type: std::vector<bool> packs
-// bits and has no data(), so bools are kept as bytes.
+// std::vector<bool> has no data(): scratch keeps bools as bytes.
 template <class T>
 using scratch_t = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;
 
-// Sorts keys[0, n) stably, values alongside. vals_in is read once, vals_out
-// written once: merge_sort_by_key passes the same iterator for both,
-// merge_sort_indices passes counting_values and the index output.
+// vals_in is read once, vals_out written once: merge_sort_by_key passes the
+// same iterator for both, merge_sort_indices counting_values and the output.
 template <class KeysIt, class ValsIn, class ValsOut, class Comp>
 void merge_sort(KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp& comp) {
   constexpr bool with_values = has_values<ValsOut>;
@@ -59,8 +54,7 @@ void merge_sort(KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp& 
   using SK = scratch_t<K>;
   using SV = scratch_t<V>;
 
-  // Element by element rather than vector(first, last): g++ 12 warns
-  // (-Wnonnull) on the range constructor when it can see a null empty range.
+  // Not vector(first, last): g++ 12 warns (-Wnonnull) on a null empty range.
   std::vector<SK> src;
   std::vector<SV> vsrc;
   src.reserve(static_cast<std::size_t>(n));
@@ -69,8 +63,7 @@ void merge_sort(KeysIt keys, index_t n, ValsIn vals_in, ValsOut vals_out, Comp& 
     vsrc.reserve(static_cast<std::size_t>(n));
     for (index_t i = 0; i < n; ++i) vsrc.push_back(static_cast<SV>(vals_in[i]));
   }
-  // The second buffers' contents are overwritten; copying sizes them without
-  // needing a default constructor.
+  // Copies: sized without needing a default constructor.
   std::vector<SK> dst(src);
   std::vector<SV> vdst(vsrc);
 

@@ -1,5 +1,5 @@
-// The scans of a checked call (libmerge/detail/checked.hpp) on the calling
-// thread: the reference the other backends' scans are tested against.
+// The scans of a checked call (libmerge/detail/checked.hpp): the reference
+// the other backends' scans are tested against.
 #pragma once
 
 #include "../../libmerge/detail/checked.hpp"

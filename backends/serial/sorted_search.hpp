@@ -1,11 +1,10 @@
-// Serial reference sorted search and equality count: for needles taken in
-// sorted order, the bound into the haystack never moves backwards, so a single
-// forward walk finds every bound in O(needles + haystack) (CPUSortedSearch in
-// seeds/003). Each side of a search is its own walk: a lower bound of A into B
-// and an upper bound of B into A are computed independently, not derived from
-// one another, which keeps each obviously right.
+// Serial reference sorted search and equality count: for sorted needles the
+// bound never moves backwards, so one forward walk finds every bound
+// (CPUSortedSearch in seeds/003). Each side is its own walk, not derived from
+// the other, which keeps each obviously right.
 #pragma once
 
+#include <iterator>
 #include <limits>
 #include <type_traits>
 
@@ -15,9 +14,8 @@
 
 namespace libmerge::detail::serial {
 
-// Position of the next needle in the haystack. lower: haystack elements less
-// than the needle are skipped; upper: those not greater than it. The walk is
-// bounded by the haystack length, whatever the comparator does.
+// lower skips haystack elements less than the needle, upper those not greater;
+// bounded by the haystack's length whatever the comparator does.
 template <bool Upper>
 struct bound_cursor {
   index_t pos = 0;
@@ -32,8 +30,7 @@ struct bound_cursor {
     return pos;
   }
 
-  // Does the haystack hold an element equal to the needle just advanced to?
-  // lower: it can only be hay[pos]; upper: only hay[pos - 1].
+  // An equal element can only be hay[pos] (lower) or hay[pos - 1] (upper).
   template <class Hay, class Needle, class Comp>
   bool matched(Hay hay, index_t n, const Needle& needle, Comp& comp) const {
     if constexpr (Upper) {
@@ -53,8 +50,7 @@ index_t search_side(Needles needles, index_t nn, Hay hay, index_t nh, Out out, C
     using T = typename std::iterator_traits<Out>::value_type;
     bound_cursor<Upper> cursor;
     index_t matches = 0;
-    // *out then ++out, not out[i]: g++ 12 at -O3 takes the indexed store for a
-    // write past the end of a small output (-Wstringop-overflow).
+    // *out, ++out, not out[i]: g++ 12 -O3 warns (-Wstringop-overflow) otherwise.
     for (index_t i = 0; i < nn; ++i, ++out) {
       const auto& needle = needles[i];
       const index_t bound = cursor.advance(hay, nh, needle, comp);
@@ -104,8 +100,7 @@ struct backend_impl<algo::sorted_equality_count, backend::serial> {
       const auto& needle = a[i];
       const index_t lo = lower.advance(b, nb, needle, comp);
       const index_t hi = upper.advance(b, nb, needle, comp);
-      // hi >= lo for sorted input; the guard keeps unsorted input from writing
-      // negative counts.
+      // The guard: unsorted input must not write negative counts.
       *counts = static_cast<T>(hi > lo ? hi - lo : 0);
     }
   }

@@ -1,6 +1,5 @@
-// Argument checks shared by every front-end. They run before any backend is
-// involved, so every backend rejects bad input the same way and nothing the
-// caller owns has been touched when they throw.
+// Argument checks shared by every front-end. They run before any backend, so
+// every backend rejects bad input alike and nothing has been touched on a throw.
 #pragma once
 
 #include <iterator>
@@ -45,9 +44,8 @@ index_t checked_length(It first, It last, const char* algorithm, const char* fir
 template <class OutIt>
 using output_value_t = typename std::iterator_traits<OutIt>::value_type;
 
-// Index, match and count outputs must be integers wide enough for the largest
-// value they can receive; a narrower type would wrap silently, so it is refused.
-// index_match also needs the top bit free for the match flag.
+// Index, match and count outputs must hold the largest value they can receive
+// (a narrower type would wrap silently); index_match also needs the top bit.
 template <class OutIt>
 void check_output_range(index_t largest, bool needs_flag_bit, const char* algorithm,
                         const char* out_name) {
@@ -55,8 +53,7 @@ void check_output_range(index_t largest, bool needs_flag_bit, const char* algori
   static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>,
                 "libmerge: index, match and count outputs need an integral value type");
   using U = std::make_unsigned_t<T>;
-  // Largest value storable without touching the sign bit (signed) or, for
-  // index_match, the flag bit (the most significant bit either way).
+  // Signed types and index_match lose the most significant bit.
   constexpr unsigned bits = std::numeric_limits<U>::digits;
   const unsigned usable = (std::is_signed_v<T> || needs_flag_bit) ? bits - 1 : bits;
   const unsigned long long limit = usable >= 64 ? ~0ull : (1ull << usable) - 1;

@@ -1,22 +1,11 @@
-// Checked calls (lm::serial.checked(), lm::omp::par.checked(),
-// lm::cuda::par.checked()): before the algorithm runs, the preconditions it
-// would otherwise take on trust are verified, and a violation is an
-// std::invalid_argument naming the input and the first bad position, with
-// nothing written. No peer library offers this.
-//
-//   merge, merge_by_key, sorted_search, sorted_equality_count
-//       both inputs sorted by the comparator: one read of each
-//       (backend_impl<algo::precondition, B>::sorted_until)
-//   merge_sort, by_key, indices
-//       the comparator a strict weak ordering on a sample of the keys:
-//       irreflexive, asymmetric, transitive, and equivalence transitive over
-//       every ordering of each three consecutive samples (bad_sample); a
-//       comparator that flips coins, <=, or < over keys with NaNs fails here
-//
-// The front-ends call these (checked_* below); each backend implements the
-// two scans, the CUDA one on the call's stream (a kernel of its own for
-// sortedness, Thrust's find_if over the samples; a checked call waits for
-// them: the answer decides whether the algorithm runs).
+// Checked calls (policy.checked()): the preconditions an algorithm takes on
+// trust are verified first, and a violation is an std::invalid_argument naming
+// the input and the first bad position, with nothing written. Each backend
+// implements the two scans (backend_impl<algo::precondition, B>):
+//   sorted_until  merges and searches: both inputs sorted, one read of each
+//   bad_sample    sorts: the comparator a strict weak ordering over every
+//                 ordering of each three consecutive samples of the keys
+// A checked call waits for the scans: the answer decides whether it runs.
 #pragma once
 
 #include <stdexcept>
@@ -29,10 +18,8 @@
 
 namespace libmerge {
 
-// A policy whose calls check their preconditions first. It is the policy it
-// wraps in every other way (its backend, stream, boxes, allocator, team), and
-// the wrapped policy's modifiers keep the check wherever they are set:
-// .checked().on(s) checks as .on(s).checked() does.
+// The policy it wraps in every other way; the wrapped policy's modifiers keep
+// the check: .checked().on(s) checks as .on(s).checked() does.
 template <class Policy>
 struct checked_policy : Policy {
   constexpr explicit checked_policy(const Policy& p) : Policy(p) {}

@@ -3,9 +3,7 @@
 
 #include <cstdint>
 
-// Code that must run on both sides (comparators, the merge-path search) is marked
-// LIBMERGE_HOST_DEVICE; under g++ it expands to nothing so the serial backend
-// needs no CUDA toolkit at all.
+// Under g++ LIBMERGE_HOST_DEVICE is nothing, so the CPU backends need no CUDA.
 #if defined(__CUDACC__)
 #define LIBMERGE_HOST_DEVICE __host__ __device__
 #define LIBMERGE_HAS_CUDA 1
@@ -14,9 +12,8 @@
 #define LIBMERGE_HAS_CUDA 0
 #endif
 
-// Inlining that host and device code both ask for: the engine's searches
-// are small and called in the kernels' inner loops, where a call would cost
-// registers spilled across it.
+// The engine's searches run in the kernels' inner loops, where a call would
+// cost registers spilled across it.
 #if defined(__CUDACC__)
 #define LIBMERGE_FORCEINLINE __forceinline__
 #else

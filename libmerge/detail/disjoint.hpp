@@ -1,13 +1,10 @@
 // Outputs that share memory with an input or with each other: an
 // std::invalid_argument naming both, on every backend, before anything runs.
-// No algorithm here has a defined result then (the GPU reads and writes tiles
-// in parallel; the CPU merge overwrites input it has not read yet), and the
-// same call must not work on one backend and corrupt data on another.
-//
-// The check sees memory where an iterator is a pointer (std::array's too) or
-// a std::vector / std::string iterator (contiguous by the standard); the CUDA
-// backend runs it again on what Thrust's iterators unwrap to. Fancy
-// iterators are the caller's to keep apart (docs/api.md).
+// No algorithm has a defined result then (the GPU reads and writes tiles in
+// parallel; the CPU merge overwrites input it has not read yet), and a call
+// must not work on one backend and corrupt data on another. The check sees
+// pointers and std::vector / std::string iterators; the CUDA backend runs it
+// again on what Thrust's iterators unwrap to. Fancy iterators: the caller's.
 #pragma once
 
 #include <cstddef>
@@ -91,7 +88,7 @@ template <class Run, class KeysOut, class ValsOut, class Seen>
 void check_runs_disjoint(const char* algorithm, const std::vector<Run>& runs, index_t total, KeysOut keys_out,
                          ValsOut vals_out, Seen&& seen) {
   constexpr bool with_values = has_values<ValsOut>;
-  std::vector<std::string> names;  // (kept alive while byte_ranges point into them)
+  std::vector<std::string> names;  // byte_ranges point into them
   for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("ranges[" + std::to_string(k) + "]");
   for (std::size_t k = 0; k < runs.size(); ++k) names.push_back("vals[" + std::to_string(k) + "]");
   std::vector<byte_range> inputs;

@@ -1,11 +1,6 @@
-// The second hop of every call: from a policy to the backend that implements
-// the algorithm. A front-end resolves the policy (Thrust's policies are adapted
-// here by the CUDA backend), asks for its backend tag and calls
-// backend_impl<algorithm, backend>::run. A new backend is a new folder that
-// specializes backend_impl, its tag declared beside its policy (the NCCL
-// backend's in policies/nccl.hpp); the front-ends change only where a
-// backend needs something of every call (a collective policy: is_collective
-// below).
+// The second hop of every call: a front-end resolves the policy, takes its
+// backend tag and calls backend_impl<algorithm, backend>::run. A new backend
+// specializes backend_impl, its tag declared beside its policy.
 #pragma once
 
 #include <type_traits>
@@ -15,9 +10,8 @@
 
 namespace libmerge {
 
-// The tags of the backends that come with every build. A policy names its
-// backend as `using backend_tag = ...`; a backend with headers of its own
-// (NCCL) adds its tag to this namespace there.
+// The tags of the backends of every build (NCCL adds its own in
+// policies/nccl.hpp). A policy names its backend as `using backend_tag = ...`.
 namespace backend {
 struct serial {};
 struct cuda {};
@@ -57,8 +51,7 @@ struct sorted_run {
   ValIt vals;
 };
 
-// Primary template: the (algorithm, backend) pair has no implementation.
-// Backends specialize it with `static constexpr bool available = true` and a
+// No implementation; backends specialize it with `available = true` and a
 // static run(policy, ...).
 template <class Algorithm, class Backend>
 struct backend_impl {
@@ -77,11 +70,10 @@ struct has_backend_tag : std::false_type {};
 template <class T>
 struct has_backend_tag<T, std::void_t<typename T::backend_tag>> : std::true_type {};
 
-// Maps a policy onto one of libmerge's own. Our policies map to themselves;
-// backends add specializations for foreign policies (Thrust's CUDA policies).
-// For anything else is_policy is false, which takes the algorithms out of
-// overload resolution: an unqualified merge(first, last, ...) that finds
-// lm::merge through a libmerge comparator is not ambiguous with std::merge.
+// Maps a policy onto one of libmerge's own (specialized for Thrust's). For
+// anything else is_policy is false, which takes the algorithms out of overload
+// resolution: an unqualified merge(first, last, ...) that finds lm::merge
+// through a libmerge comparator is not ambiguous with std::merge.
 template <class Policy, class = void>
 struct policy_adapter {
   static constexpr bool is_policy = false;
@@ -96,9 +88,8 @@ struct policy_adapter<Policy, std::enable_if_t<has_backend_tag<Policy>::value>> 
 template <class Policy>
 inline constexpr bool is_execution_policy = policy_adapter<std::decay_t<Policy>>::is_policy;
 
-// A collective policy (`static constexpr bool collective = true`, the NCCL
-// backend's) makes every rank's call part of one distributed operation: a rank
-// whose own range is empty or a single element must still take part, so the
+// A collective policy (`static constexpr bool collective = true`, NCCL's):
+// a rank with an empty or one-element range must still take part, so the
 // front-ends hand such calls to the backend instead of returning early.
 template <class Policy, class = void>
 struct is_collective : std::false_type {};
@@ -124,8 +115,8 @@ using impl_for = backend_impl<Algorithm, typename resolved_policy_t<Policy>::bac
 
 }  // namespace detail
 
-// True when the policy's backend implements the algorithm family; lets generic
-// code (the demo, benchmarks) pick a fallback without a compile error.
+// True when the policy's backend implements the algorithm family, so generic
+// code can pick a fallback without a compile error.
 template <class Algorithm, class Policy>
 inline constexpr bool is_available = detail::impl_for<Algorithm, Policy>::available;
 

@@ -8,8 +8,7 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// (The lockstep searches, bounds_in_lockstep and bounds_in_lockstep_4, are
-// the engine's: backends/engine/bounds.hpp.)
+// bounds_in_lockstep and bounds_in_lockstep_4 are the engine's (backends/engine/bounds.hpp).
 
 // Interpolation needs keys that are numbers and a comparator that orders them
 // as numbers (or in reverse, numeric_order in launch.cuh): then where x falls
@@ -17,33 +16,14 @@ namespace libmerge::detail::cuda_backend {
 template <class Comp, class Needle, class Hay>
 inline constexpr bool interpolable_v = orders_numbers_v<Comp, Needle> && is_number_v<Hay>;
 
-// Probes of the interpolation phase before the search falls back to binary.
-// Three find the bound of uniform int32 keys in as many 64-byte blocks as
-// four (simulated: 1.31 blocks a needle at |A| = |B|/64, against 2.34 for a
-// binary search) and bound what skewed keys can waste.
+// Probes of the interpolation phase before the search falls back to binary:
+// three do as well as four on uniform keys (simulated, docs/cuda-sorted-search.md)
+// and bound what skewed keys can waste.
 inline constexpr int interpolation_probes = 3;
 
-// The first position in hay[0, nh) whose element is not before x (Upper: is
-// after x), or nh: a binary search down to a window of `window` positions,
-// then up to interpolation_probes probes where interpolation between the
-// window's end keys puts the bound, each reading the two ends of the 64-byte
-// block around that guess (one DRAM fetch), then a binary search of what is
-// left (inside the block: L1 hits).
-// Why: at |A| = |B|/64 a binary search reads about 2.3 blocks of 64 bytes a
-// needle, and DRAM's random-access rate bounds it (thrust::lower_bound ties
-// the streaming search there); on keys spread evenly the guess lands in or
-// beside the right block. The levels above the window are shared by
-// neighbouring needles (their blocks are read once, for all of them).
-// Skewed keys only cost probes: a probe that misses still moves one end of
-// the window, the guess is clamped inside it, and a needle equal to the key at
-// the window's end (a run of equal keys the guess cannot see into) is searched
-// binary from there (after one probe, if that end came from a probe). Invariant: the bound lies in [lo, hi]; hay[lo
-// - 1] (vlo, if lo > 0) is before x and hay[hi] (vhi, if hi < nh) is not.
-// Every load lies in [0, nh) whatever the keys, sorted or not.
-// b - a as a float, for a guess: integers are subtracted in their common
-// type made unsigned (no difference overflows; int64 keys near 2^62 that
-// differ by 1 give 1), floating point in its own type (an overflow to
-// infinity only spoils the guess).
+// b - a as a float, for a guess: integers are subtracted in their common type
+// made unsigned (no overflow; int64 keys near 2^62 that differ by 1 give 1),
+// floating point in its own type (an overflow to infinity only spoils the guess).
 template <class A, class B>
 __device__ __forceinline__ float key_distance(const A& a, const B& b) {
   using C = std::common_type_t<A, B>;
@@ -57,6 +37,19 @@ __device__ __forceinline__ float key_distance(const A& a, const B& b) {
   }
 }
 
+// The first position in hay[0, nh) whose element is not before x (Upper: is
+// after x), or nh: binary down to a window of `window` positions (levels that
+// neighbouring needles share), then up to interpolation_probes guesses, each
+// reading the two ends of the 64-byte block around it (one DRAM fetch), then
+// binary in what is left (L1 hits). A binary search is bound by DRAM's
+// random-access rate (about 2.3 blocks a needle at |B|/64); on evenly spread
+// keys the guess lands in or beside the right block.
+// Skewed keys only cost probes: a miss still moves one end of the window, the
+// guess is clamped inside it, and a needle equal to a window end's key (a run
+// the guess cannot see into) goes binary (after one probe, if that end came
+// from a probe).
+// Invariant: the bound lies in [lo, hi]; hay[lo - 1] (vlo, if lo > 0) is before
+// x and hay[hi] (vhi, if hi < nh) is not. Every load lies in [0, nh), sorted or not.
 template <bool Upper, class Index, class Hay, class T, class Comp>
 __device__ __forceinline__ Index interpolation_bound(Hay hay, Index nh, const T& x, Index window, int phase,
                                                      Comp& comp) {
@@ -130,13 +123,11 @@ __device__ __forceinline__ int block_phase(Hay hay) {
   }
 }
 
-// How the per-needle search probes.
 enum class needle_probe { binary, quaternary, interpolation };
 
-// A needle box may fix how its searches probe, whatever the tuning line
-// says (perf/bench_search.cu's sweeps compare the probes by such boxes): a
-// static member `probe_4ary = true` (always 4-ary, bounds_in_lockstep_4) or
-// `interpolate_from` (interpolation from that many needle spacings on; 0:
+// A needle box may fix the probe whatever the tuning line says (as
+// perf/bench_search.cu's sweeps do): a static member `probe_4ary = true`
+// (always 4-ary) or `interpolate_from` (from that many needle spacings on; 0:
 // never). A plain launch_box leaves both to the line.
 template <class Box, class = void>
 struct box_probes_4ary : std::false_type {};
@@ -148,20 +139,14 @@ template <class Box>
 struct box_interpolates_from<Box, std::void_t<decltype(Box::interpolate_from)>>
     : std::integral_constant<int, Box::interpolate_from> {};
 
-// The sparse search: each needle is searched in the whole haystack, as
-// thrust::lower_bound does, with the match flags, counts and equality runs of
-// sorted search. A thread takes vt consecutive needles and searches them in
-// lockstep, binary or 4-ary: sorted needles that are neighbours take the same
-// path through the haystack until its last levels, so one thread's vt loads
-// of a step mostly fall in the same cache line, and the loads of different
-// steps overlap; or (needle_probe::interpolation) one after the other with
-// interpolation_bound, binary down to `window` positions. (Bracketing each
-// tile's needles first, with a global search for its first and last needle,
-// was measured slower on an H100: that search is a chain of dependent loads in
-// front of the tile's own; tiles of 7680 needles, 2^28 int32 keys with 1/4096
-// of them needles: 0.16 ms, thrust::lower_bound 0.033 ms.)
-// Index is int when the haystack is shorter than 2^31 (a third fewer
-// instructions a search step than 64-bit positions).
+// The sparse search: each needle searched in the whole haystack, as
+// thrust::lower_bound does, with sorted search's match flags, counts and
+// equality runs. A thread takes vt consecutive needles: binary or 4-ary in
+// lockstep (sorted neighbours share their path until the last levels, so a
+// step's vt loads mostly hit one line, and steps overlap), or one after
+// another with interpolation_bound. Index is int below 2^31 keys (a third
+// fewer instructions a step).
+// H100: bracketing each tile's needles first lost, 0.16 vs thrust::lower_bound's 0.033 ms (docs/cuda-sorted-search.md)
 template <class Box, needle_probe Probe, bool Upper, search_type Type, a_writes Writes, class Index, class NIt,
           class HIt, class Out, class Comp>
 __global__ void __launch_bounds__(Box::nt)

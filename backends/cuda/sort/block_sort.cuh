@@ -7,10 +7,8 @@
 namespace libmerge::detail::cuda_backend {
 
 // 2. Block sort: tile t = keys[t * nv, ...) sorted by cub::BlockMergeSort
-// (stable: an odd-even sort in each thread's registers, then merge-path
-// merges in shared memory), read and written with CUB's warp-transposing
-// block loads and stores. With Indices, values are not read: they are the
-// positions base + i.
+// (stable), through CUB's warp-transposing block loads and stores. With
+// Indices, values are not read: they are the positions base + i.
 template <class Box, class K, class V, bool WithValues, bool Indices>
 struct block_sort_types {
   static constexpr int nv = Box::nv;
@@ -29,9 +27,8 @@ struct block_sort_types {
   };
 };
 
-// Are this thread's `mine` keys of a tile (valid keys in all, from `tile`
-// in global memory) in order, and its last before the next thread's first?
-// (That one is read again from global memory, where it is cached.)
+// Are this thread's `mine` keys of the tile in order, and its last before the
+// next thread's first (read again from global memory, where it is cached)?
 template <class Box, class K, class Comp>
 __device__ __forceinline__ bool keys_in_order(const K (&keys)[Box::vt], int mine, int valid, const K* tile,
                                               Comp& comp) {
@@ -47,9 +44,9 @@ __device__ __forceinline__ bool keys_in_order(const K (&keys)[Box::vt], int mine
   return in_order;
 }
 
-// A tile whose sort lost or repeated an element (the permutation guard,
-// state.cuh), to `dest` as it was read. Not inlined: inlined, its loop held
-// the 1024x17 int32 pairs block sort at 80 bytes of spills (ptxas, sm_90).
+// A tile whose sort lost or repeated an element (the permutation guard), to
+// `dest` as it was read. Not inlined: inlined, it made the 1024x17 int32 pairs
+// block sort spill 80 bytes (ptxas, sm_90).
 template <int NT, bool WithValues, bool Indices, class K, class V, class ValsIn>
 __device__ __noinline__ void store_tile_as_read(const sort_buffers<K, V> buf, ValsIn vals_in, index_t base, int valid,
                                                 int dest, K* samples) {
@@ -65,8 +62,7 @@ __device__ __noinline__ void store_tile_as_read(const sort_buffers<K, V> buf, Va
   }
 }
 
-// Where one block-sort tile lies: its first element and its element count,
-// seen by thread tid.
+// One block-sort tile as thread tid sees it.
 struct block_tile {
   index_t base;
   int valid, tid;
@@ -88,9 +84,8 @@ __device__ __forceinline__ V input_value(ValsIn vals_in, index_t base, int j) {
   else return V{};
 }
 
-// The permutation guard's parts (state.cuh) in a block-sort tile. This
-// thread's elements' fingerprints (keys[i], vals[i] at tile position
-// vt * tid + i; i < mine):
+// The permutation guard (state.cuh) in a block-sort tile: this thread's
+// elements' fingerprints (i < mine),
 template <int VT, bool WithValues, class K, class W>
 __device__ __forceinline__ unsigned long long blocked_prints(const K (&k)[VT], const W (&v)[VT], int mine) {
   unsigned long long h = 0;
@@ -103,8 +98,8 @@ __device__ __forceinline__ unsigned long long blocked_prints(const K (&k)[VT], c
   }
   return h;
 }
-// and the tile's fingerprint (each thread's part: in) into the CTA's tally
-// and the input's sum (all threads call it).
+// and the tile's (each thread's part: in) into the CTA's tally and the
+// input's sum (all threads call it).
 __device__ __forceinline__ void tally_tile(const sort_flags& flags, int tid, unsigned long long in) {
   if (tid == 0) cta_tally() = 0;
   __syncthreads();
@@ -113,9 +108,9 @@ __device__ __forceinline__ void tally_tile(const sort_flags& flags, int tid, uns
   if (tid == 0) atomicAdd(&flags.input_hash(), cta_tally());
 }
 
-// A tile that the sortedness read found inside a sorted run of a tile or
-// more: nothing moves; the positions of merge_sort_indices, and under the
-// guard the tile's fingerprint (the passes merge such runs and compare).
+// A tile inside a sorted run of a tile or more: nothing moves; the positions
+// of merge_sort_indices, and under the guard the tile's fingerprint (the
+// passes compare with it).
 template <int NT, bool WithValues, bool Indices, bool Guarded, class K, class V, class ValsIn>
 __device__ __forceinline__ void skip_tile(const sort_buffers<K, V>& buf, ValsIn vals_in, const sort_flags& flags,
                                           const block_tile& t) {
@@ -147,7 +142,6 @@ __device__ __forceinline__ void load_values(typename Types::temp_storage& temp, 
   }
 }
 
-// The CTA's stable sort of the tile (cub::BlockMergeSort).
 template <class Types, int VT, bool WithValues, class K, class W, class Comp>
 __device__ __forceinline__ void sort_tile(typename Types::temp_storage& temp, K (&keys)[VT], W (&vals)[VT], int valid,
                                           int mine, Comp& comp) {
@@ -192,13 +186,10 @@ __device__ __forceinline__ void store_tile(typename Types::temp_storage& temp, c
   }
 }
 
-// Tile `tile` of the block sort, by the whole CTA; smem holds
-// block_sort_types::temp_storage: loaded, checked for order, sorted and
-// stored by the parts above. With the permutation guard (Guard, for the
-// types of guarded_v) it also adds the tile's fingerprint to the input's,
-// which the merge passes compare with theirs, and stores a tile whose sort
-// lost or repeated an element (a comparator that is no strict weak
-// ordering) as it was read.
+// Tile `tile` of the block sort, by the whole CTA (smem: block_sort_types::
+// temp_storage). With Guard (types of guarded_v) it adds the tile's
+// fingerprint to the input's and stores a tile whose sort lost or repeated an
+// element as it was read.
 template <class Box, class K, class V, bool WithValues, bool Indices, bool Guard = false, class ValsIn, class Comp>
 __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, ValsIn vals_in, index_t n, int dest,
                                                 const sort_flags& flags, Comp& comp, index_t tile,
@@ -216,7 +207,6 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
   }
   K keys[VT];
   typename types::load_keys(temp.load_keys).Load(buf.keys(0) + base, keys, t.valid, K{});
-  // Is the tile sorted already?
   int mine = t.valid - VT * tid;  // keys of this thread in the tile
   mine = mine < 0 ? 0 : (mine > VT ? VT : mine);
   const bool tile_sorted = __syncthreads_and(keys_in_order<Box>(keys, mine, t.valid, buf.keys(0) + base, comp));
@@ -237,8 +227,7 @@ __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, V
   if constexpr (guarded) tally_tile(flags, tid, blocked_prints<VT, WithValues>(keys, vals, mine));
   if (!tile_sorted) sort_tile<types, VT, WithValues>(temp, keys, vals, t.valid, mine, comp);
   if constexpr (guarded) {
-    // The sort's output taken from the tally: 0 unless the sort lost or
-    // repeated an element; then the tile is stored as it was read.
+    // The tally less the sort's output: 0 unless the sort lost or repeated an element.
     if (!tile_sorted) tally_add(0ull - blocked_prints<VT, WithValues>(keys, vals, mine));
     __syncthreads();
     if (!tile_sorted && cta_tally() != 0) {

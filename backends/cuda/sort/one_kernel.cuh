@@ -7,21 +7,17 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// 5. Small sorts in one kernel. Below about 2^23 keys a sort of separate
-// kernels is a chain of short ones, a wave or less each, and their launches
-// and partitions cost more than the bytes they move (2^20 int32 keys: a
-// 25 us block sort, then 6 passes of 15 us, where CUB's passes take 10).
-// one_kernel_sort_kernel does it all with CTAs that are resident together
-// (a cooperative launch): each CTA block-sorts tiles, then in every 2-way
-// pass finds its own tiles' splits (warp_merge_path: two warps, the tile's
-// start and end) and merges them with pass_tile, with a grid-wide barrier
-// between passes. 2^20 int32 keys take 0.079 ms against CUB's 0.098 (H100).
-// Sortedness comes from sortedness_kernel, as in the large sorts: sorted
-// input skips everything, sorted runs of W start the passes at W. At the
-// top of the class (2^22 keys on sm_90) block_sort_kernel sorts first, in
-// the larger tiles of the block-sort box (two passes fewer), and the
-// cooperative kernel makes the passes only. (No permutation guard: checked
-// sorts, which have it, take separate kernels; sort_with_boxes.)
+// 5. Small sorts in one kernel. Below about 2^23 keys separate kernels are a
+// chain of short ones whose launches and partitions cost more than the bytes
+// they move. one_kernel_sort_kernel's CTAs are resident together (a
+// cooperative launch): each block-sorts tiles, then in every 2-way pass finds
+// its tiles' splits (warp_merge_path: two warps, start and end) and merges
+// them with pass_tile, a grid-wide barrier between passes.
+// H100, 2^20 int32 keys: 0.079 ms against CUB's 0.098 (docs/cuda-merge-sort.md)
+// sortedness_kernel runs first, as for large sorts. At the top of the class
+// (2^22 keys on sm_90) block_sort_kernel sorts first, in the block-sort box's
+// larger tiles (two passes fewer), and this kernel makes the passes only. No
+// permutation guard: checked sorts take separate kernels (sort_with_boxes).
 template <class Box, class K, class V, bool WithValues, class Comp>
 __device__ __forceinline__ void one_kernel_pass_tile(const sort_buffers<K, V>& buf, int src, index_t n,
                                                      index_t width, const pass_shape& shape, int tile,
@@ -66,8 +62,7 @@ __global__ void __launch_bounds__(Box::nt, Ctas)
     __syncthreads();
   }
   // Block sort (which also writes merge_sort_indices' positions of tiles it
-  // skips), unless the input is sorted or block_sort_kernel did it (tiles of
-  // bs_nv); then the passes.
+  // skips), unless the input is sorted or block_sort_kernel did it.
   if (!block_sorted && (Indices || flags.unsorted())) {
     const index_t tiles = (n + Box::nv - 1) / Box::nv;
     for (index_t t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -90,10 +85,9 @@ __global__ void __launch_bounds__(Box::nt, Ctas)
   if (src == 1) copy_to_buffer<WithValues>(buf, 0, n);
 }
 
-// The one-kernel sort of a size class, or false when the device cannot hold
-// a cooperative grid of it, for the caller to sort with separate kernels
-// instead. From 2^OneKernel::separate_log2 on, block_sort_kernel sorts
-// tiles of BsBox first and the cooperative kernel makes the passes only.
+// The one-kernel sort of a size class, or false where the device cannot hold
+// its cooperative grid (the caller then takes separate kernels). From
+// 2^OneKernel::separate_log2 on, block_sort_kernel sorts BsBox tiles first.
 template <class OneKernel, class BsBox, class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn,
           class Comp>
 bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
@@ -117,7 +111,7 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
     prepare_shared_memory(bs_kernel, sizeof(typename bs_types::temp_storage), dev, BsBox::nt, BsBox::vt, algorithm);
   }
 
-  // Scratch keys and values, then the flags (no passes recorded, no guard: sort_flags::bytes(0, false)).
+  // Scratch keys and values, then the flags (no passes recorded, no guard).
   const cudaStream_t stream = policy.stream();
   const std::size_t scratch_keys = bytes_of<K>(n);
   const std::size_t scratch_vals = WithValues ? bytes_of<V>(n) : 0;
@@ -127,7 +121,7 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
   const sort_buffers<K, V> buf{keys, reinterpret_cast<K*>(t), vals, reinterpret_cast<V*>(t + scratch_keys)};
   const sort_flags flags = sort_flags::at(t + scratch_keys + scratch_vals, 0, false);
   // One tile: the block sort alone, which finds a sorted tile itself (two
-  // launches fewer: 2^12 int32 keys took 0.021 ms against CUB's 0.014 with them).
+  // launches fewer; docs/cuda-merge-sort.md).
   const bool one_tile = tiles == 1 && !separate;
   if (!one_tile) launch_sortedness(static_cast<const K*>(keys), n, bs_nv, flags, 0, comp, stream, dev, algorithm);
   if (separate) {

@@ -1,5 +1,5 @@
 // For the sort across GPUs (backends/nccl/merge_sort.cuh): a rank's local
-// sort into runs of its own, and the 4-way merge of the pieces it receives.
+// sort into runs, and the 4-way merge of the pieces it receives.
 #pragma once
 
 #include "../merge_sort.cuh"
@@ -12,10 +12,9 @@ __global__ void store_width_kernel(long long* width, long long n) {
 }
 
 // Sorts keys[0, n) (and vals) into into.keys (into.vals), the caller's
-// buffers left as scratch: as one sorted run, or two (runs_target). The
-// kernels are the single-GPU sort's (the same instantiations), so one run is
-// exactly what lm::merge_sort makes of the shard. A size of the one-kernel
-// class sorts in place and is copied: one run.
+// buffers left as scratch: one sorted run or two (runs_target). The kernels
+// are the single-GPU sort's, so one run is exactly what lm::merge_sort makes
+// of the shard. The one-kernel class sorts in place and is copied: one run.
 template <class Policy, class K, class V, bool WithValues, class Comp>
 void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_target<K, V>& into, Comp comp,
                   const char* algorithm) {
@@ -44,9 +43,8 @@ void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_
   }
 }
 
-// What a sort of n elements makes, with the boxes it would take for n:
-// its block-sort tile, the merge levels it makes of all there are, its
-// passes and their ways (shape_sort), or that it sorts in one kernel.
+// What a sort of n elements would make with its boxes (shape_sort), or that
+// it sorts in one kernel.
 struct sort_outline {
   index_t bs_nv = 0;
   int levels = 0, all_levels = 0, passes = 0, ways = 0;
@@ -72,20 +70,13 @@ sort_outline outline_sort(const device_info& dev, index_t n, bool two_runs, cons
   return o;
 }
 
-// Where the runs of a two-run sort of n elements meet (runs_target's
-// two_runs: the block-sort tile times 2^levels, the last level left out),
-// where leaving that level out saves a pass and [0, W) and [W, n) sorted as
-// two sorts of their own make no more passes than the two-run sort; else 0.
-// The sort across 2 GPUs then sorts the two runs one after the other, the
-// first run's pieces travelling while the second sorts (merge_sort.cuh of
-// the NCCL backend: early_round). (2^27 int32 keys a rank: the two-run sort
-// makes six 4-way passes, a second run of 2^26 - 4 M keys alone twelve
-// 2-way ones, below the 4-way passes' size: the early round took 1.2 ms
-// more local sort on 2 H100s than it saved. Since 2026-11-28 int32 keys
-// under lm::less take 4-way passes from 2^23, so that second run makes six
-// too, and on 2 H200s the early round then cost: 2^28 int32 keys in all
-// 6.94-6.98 ms with it, 6.43-6.58 without. Elements of 4 bytes or fewer
-// take it only from first runs of 2^27 on: nccl/plan.cuh, min_early_small.)
+// W, where the runs of a two-run sort of n elements meet (the block-sort tile
+// times 2^levels, the last level left out), if leaving that level out saves a
+// pass and [0, W) and [W, n) sorted apart make no more passes than the
+// two-run sort; else 0. The sort across 2 GPUs then sorts the two runs in
+// turn, the first run's pieces travelling while the second sorts (NCCL
+// backend: early_round; elements of up to 4 bytes only from first runs of
+// 2^27: nccl/plan.cuh, min_early_small; docs/multi-gpu-sort.md).
 template <class Policy, class K, class V, bool WithValues, class Comp>
 index_t two_run_width(const device_info& dev, index_t n, const char* algorithm) {
   if constexpr (sizeof(K) + (WithValues ? sizeof(V) : 0) > max_element_bytes) {
@@ -103,7 +94,7 @@ index_t two_run_width(const device_info& dev, index_t n, const char* algorithm) 
 }
 
 // Whether merge_four can merge (K, V) on this device: the tuning gives its
-// sort 4-way passes (not so for keys of 8 bytes or more without values).
+// sort 4-way passes (not keys of 8 bytes or more without values).
 template <class Policy, class K, class V, bool WithValues, class Comp>
 bool four_way_available(const device_info& dev, index_t n, const char* algorithm) {
   if constexpr (sizeof(K) + (WithValues ? sizeof(V) : 0) > max_element_bytes) return false;
@@ -128,14 +119,12 @@ __device__ __forceinline__ run_half<4, K> piece_half(const four_pieces<K>& p, in
   return {p.keys + p.at[2 * h], p.len[2 * h], p.keys + p.at[2 * h + 1], p.len[2 * h + 1]};
 }
 
-// merge_four's pair samples, as pair_sample_kernel's for a 4-way pass: for
-// each half h and j < stride, the half's inner split at rank j * nv (clamped
-// to its size) at samples[h * stride + j], and its elements of ranks j * nv
-// and j * nv - 1 at sample_keys[2 (h * stride + j)] and [.. + 1]. One 2-way
-// merge-path search a thread. With them the partition's 4-way search starts
-// inside one tile's worth of each piece: without, each tile's search read
-// about 400 scattered sectors, and the merge of 2^29 int32 keys in four
-// pieces took 4.1 ms against 1.6 for lm::merge of two (2 H100s).
+// merge_four's pair samples, as pair_sample_kernel's: for half h and j <
+// stride, the half's inner split at rank j * nv (clamped to its size) at
+// samples[h * stride + j], its elements of ranks j * nv and j * nv - 1 at
+// sample_keys[2 (h * stride + j)] and [.. + 1]; a 2-way search a thread. They
+// start each tile's 4-way search inside one tile of each piece.
+// 2 H100s, 2^29 int32: 4.1 ms without, 1.6 for lm::merge of two (docs/cuda-merge-sort.md)
 template <class K, class Comp>
 __global__ void __launch_bounds__(sample_threads)
     pieces_sample_kernel(four_pieces<K> p, index_t nv, index_t stride, index_t* samples, K* sample_keys, Comp comp) {
@@ -149,12 +138,10 @@ __global__ void __launch_bounds__(sample_threads)
   sample_half(half, rank, samples + i, sample_keys + 2 * i, comp);
 }
 
-// merge_four's partition, the tile form as pass_partition_kernel's
-// (partition.cuh: partition_tile_block): a thread a tile finds where its tile
-// starts in the pieces (halves_split over the pair samples, stable: ties in
-// piece order), and each tile ends where the next starts.
-// Thread 0 also records the pass for pass_kernel (one pass: data in buffer
-// 0, work to do).
+// merge_four's partition, as pass_partition_kernel's (partition_tile_block): a
+// thread a tile finds its start (halves_split over the pair samples, stable:
+// ties in piece order); a tile ends where the next starts. Tile 0 records the
+// one pass for pass_kernel (data in buffer 0, work to do).
 template <class K, class Comp>
 __global__ void __launch_bounds__(partition_tiles + 1)
     pieces_partition_kernel(four_pieces<K> p, index_t nv, int num_tiles, index_t stride, const index_t* samples,
@@ -195,10 +182,9 @@ __global__ void __launch_bounds__(partition_tiles + 1)
   partition_tile_block(starts, static_cast<index_t>(num_tiles), start, describe);
 }
 
-// Merges the four pieces (four_pieces; empty ones allowed) into out_keys
-// (out_vals), stable in piece order, with the sort's 4-way pass kernel: the
-// receiving rank's one merge of the sort across GPUs, in place of a tree of
-// 2-way merges (two levels for four pieces).
+// Merges the four pieces (empty ones allowed) into out_keys (out_vals), stable
+// in piece order, with the sort's 4-way pass kernel: the receiving rank's one
+// merge of the sort across GPUs, in place of two levels of 2-way merges.
 template <class Policy, class K, class V, bool WithValues, class Comp>
 void merge_four(const Policy& policy, const K* keys, const V* vals, const index_t (&at)[4], const index_t (&len)[4],
                 K* out_keys, V* out_vals, Comp comp, const char* algorithm) {
@@ -222,7 +208,7 @@ void merge_four(const Policy& policy, const K* keys, const V* vals, const index_
         auto pass4 = pass_kernel<Box, 4, K, V, WithValues, Comp>;
         using layout = pass_layout<Box, K, V, WithValues>;
         prepare_shared_memory(pass4, layout::bytes, dev, Box::nt, Box::vt, algorithm);
-        // Pair samples of each half at every multiple of nv up to its size.
+        // Pair samples of each half at every multiple of nv.
         const index_t stride = (std::max(len[0] + len[1], len[2] + len[3]) + Box::nv - 1) / Box::nv + 1;
         const std::size_t flag_bytes = align_up(sort_flags::bytes(1, false), 256);
         const std::size_t desc_bytes = align_up(sizeof(tile_desc<4>) * static_cast<std::size_t>(tiles), 256);

@@ -5,11 +5,10 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// 1. Where are the descents? sort_flags::runs becomes the gcd of the positions
-// i + 1 with keys[i + 1] < keys[i]. Blocks stride over the keys; all of them
-// stop as soon as the gcd is below `useful` (a block-sort tile), where it
-// could save nothing: random input costs a fraction of one read, sorted
-// input and sorted runs one read.
+// 1. sort_flags::runs becomes the gcd of the positions i + 1 with keys[i + 1]
+// < keys[i]. Blocks stride over the keys and stop once the gcd is below
+// `useful` (a block-sort tile), where it saves nothing: random input costs a
+// fraction of one read.
 __device__ __forceinline__ unsigned long long gcd64(unsigned long long a, unsigned long long b) {
   if (a == 0 || b == 0) return a | b;  // gcd(0, x) = x: 0 is "no descent yet"
   const int shift = __ffsll(static_cast<long long>(a | b)) - 1;  // Stein's: shifts, no division
@@ -30,19 +29,16 @@ struct gcd_op {
   __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return gcd64(a, b); }
 };
 
-// Keys a thread reads a chunk: 64 bytes' worth, at most 16 (2^28 int32 keys
-// in sorted runs, H100, 8 blocks of 256 an SM: 16 keys 0.436 ms, 8 keys
-// 0.468, 32 keys at 4 blocks 0.444; whole 16-byte vectors, 0.408), so that
-// larger keys keep the registers of a full SM.
+// Keys a thread reads a chunk: 64 bytes' worth, at most 16, so that larger
+// keys keep the registers of a full SM.
+// H100, 2^28 int32 in sorted runs: 16 keys 0.436 ms, 8 keys 0.468 (docs/cuda-merge-sort.md)
 template <class K>
 inline constexpr int sortedness_vt = sizeof(K) >= 64 ? 1 : (64 / sizeof(K) < 16 ? int(64 / sizeof(K)) : 16);
 
-// One chunk of sortedness_kernel's read: thread t's keys first + i (i < VT)
-// into x, and bit i of the result set where key first + i + 1 comes before
-// key first + i (a descent). All loads and comparisons first, branch-free, so
-// that every load is in flight at once. Blocked: whole 16-byte vectors when
-// the keys are aligned to them; the key after a thread's last comes from the
-// next lane.
+// One chunk: keys first + i (i < VT) into x; bit i of the result set where key
+// first + i + 1 comes before key first + i. Branch-free, so every load is in
+// flight at once; whole 16-byte vectors when aligned; the key after a
+// thread's last comes from the next lane.
 template <int NT, int VT, class K, class Comp>
 __device__ __forceinline__ unsigned chunk_descents(const K* keys, index_t n, index_t base, index_t first, K (&x)[VT],
                                                    Comp& comp) {
@@ -70,8 +66,7 @@ __global__ void __launch_bounds__(NT)
   __shared__ typename reduce::TempStorage temp;
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  // Samples of sorted runs, which skip the block sort (it writes them
-  // otherwise): the loop below reads every key but the last.
+  // Samples of sorted runs, which skip the block sort; the loop misses the last key.
   if (samples != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && (n - 1) % sample_every == 0) {
     samples[(n - 1) / sample_every] = keys[n - 1];
   }
@@ -87,24 +82,19 @@ __global__ void __launch_bounds__(NT)
       seen = was;
     }
   };
-  // Two descents closer than `useful` make the gcd smaller than that: when a
-  // chunk (NT * vt keys) is shorter than `useful`, a chunk with two descents
-  // ends the search without any gcd (random input: in the first chunk).
+  // Two descents closer than `useful` make the gcd smaller: with chunks shorter
+  // than `useful`, a chunk with two descents ends the search.
   const bool short_chunks = NT * vt < useful;
   for (index_t base = static_cast<index_t>(blockIdx.x) * NT * vt; base < n - 1;
        base += static_cast<index_t>(gridDim.x) * NT * vt) {
-    // The look at the gcd so far (an L2 round trip) goes out with the
-    // chunk's loads: waited for before them, it held every chunk's loads
-    // back (2^28 int32 keys in sorted runs of 2^16, H100: 0.46 against 0.51
-    // ms; with a full SM of blocks, launch_sortedness, 0.42).
+    // The look at the gcd so far (an L2 round trip) goes out with the chunk's
+    // loads, not before them (H100, 2^28 int32 runs: 0.46 against 0.51 ms).
     const unsigned long long seen = threadIdx.x == 0 ? *runs : 0;
     const index_t first = base + static_cast<index_t>(threadIdx.x) * vt;
     K x[vt];
     const unsigned mask = chunk_descents<NT>(keys, n, base, first, x, comp);
     if (__syncthreads_or(seen != 0 && seen < limit)) return;  // the same answer for all
-    // The chunk's samples, from the threads holding them (the chunk starts
-    // at a multiple of 32 keys, so the test below finds every 32nd key for
-    // any vt).
+    // The chunk starts at a multiple of 32 keys: the test finds every 32nd key for any vt.
     if (samples != nullptr) {
 #pragma unroll
       for (int i = 0; i < vt; ++i) {
@@ -124,11 +114,8 @@ __global__ void __launch_bounds__(NT)
       }
       if (descents == 1) update(g);  // the chunk's only descent
     } else {
-      // Two descents in one thread lie less than vt apart: closer than
-      // `useful`, so the search ends here too (random input, in its first
-      // chunk; without this the pairs of the one-kernel class, whose tiles
-      // are shorter than a chunk, spent 16 us instead of 4 on the read at
-      // 2^16, H100).
+      // Two descents in one thread lie under vt apart, closer than `useful`:
+      // the search ends here too (H100, one-kernel pairs at 2^16: 4 us against 16).
       if (__syncthreads_or(descents > 1 && vt <= useful)) {
         if (threadIdx.x == 0) atomicExch(const_cast<unsigned long long*>(runs), 1ull);
         return;
@@ -143,17 +130,16 @@ __global__ void __launch_bounds__(NT)
 }
 
 
-// Zeroes the flags (of `passes` passes) and launches sortedness_kernel, which
-// records in them where the descents of keys[0, n) are (useful: the
-// block-sort tile).
+// Zeroes the flags (of `passes` passes) and launches sortedness_kernel
+// (useful: the block-sort tile).
 template <class K, class Comp>
 void launch_sortedness(const K* keys, index_t n, index_t useful, const sort_flags& flags, int passes, Comp comp,
                        cudaStream_t stream, const device_info& dev, const char* algorithm, K* samples = nullptr) {
   check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(passes, flags.hashes != nullptr), stream), algorithm,
              "cudaMemsetAsync");
   constexpr int check_nt = 256;
-  // A full SM of blocks (8 of 256 threads): one read of the keys is all the
-  // kernel does, so the more loads in flight the better (above).
+  // A full SM of blocks (8 of 256): the more loads in flight the better
+  // (docs/cuda-merge-sort.md).
   const index_t chunk = check_nt * sortedness_vt<K>;
   const index_t check_blocks = std::min<index_t>((n + chunk - 1) / chunk, 8 * dev.sms);
   launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,
