@@ -14,6 +14,7 @@
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/search_tags.hpp"
+#include "../../policies/launch_box.hpp"
 #include "../engine/merge_path.hpp"
 #include "orders.cuh"
 
@@ -86,25 +87,17 @@ struct piece_map {
 
 // load_tile for a 4-way merge-sort tile: its pieces of the runs, all in one
 // buffer, side by side in dst[0, count) as `pieces` maps them. The source
-// offset is picked with selects and each element loaded once, so the loads
-// go out with no branch between them (the same choice written as a ternary
-// of loads compiled to a branch per element, about 24 instructions an
-// element in sm_90 SASS). They go out `load_pieces_in_flight` at a time,
-// each group in flight before its first store to shared memory: the 4-way
-// pass kernel runs at 32 registers (pass_ctas_per_sm), where all 17 of a
-// 256x17 tile's loads at once spilled 40 B; 6 at a time: 11.57 against 11.94
-// ms for 2^28 int32 keys (H100), 3 at a time 11.60; 5 is the count at which
-// no tuned 4-way kernel spills (keys spilled 4 B at 4 and 6, pairs at 3).
-// (Hand-written: the same loads through cub::LoadDirectStriped and a
-// four-run sequence took 26.52 ms against 25.11 for by-key sorts of 2^28
-// int32 pairs, H100. cp.async straight into shared memory, with the next
-// tile's copy overlapping the merge in a persistent kernel, was slower
-// still: 1.15 against 1.03 ms a 4-way pass at 2^28 int32 keys, H100.)
-inline constexpr int load_pieces_in_flight = 5;
+// offset is picked with selects, so the loads go out with no branch between
+// them (a ternary of loads compiled to a branch an element). They go out the
+// entry's pieces_in_flight at a time, each group in flight before its first
+// store to shared memory: at the pass kernels' 32 registers all of a tile's
+// loads at once spill. (Hand-written: cub::LoadDirectStriped over a four-run
+// sequence took 1.06x the time, H100; docs/tuning.md.)
 
 template <int NT, int VT, bool Full, int Ways, class T>
 __device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>& pieces, int count, T* dst, int tid) {
-  constexpr int group = load_pieces_in_flight < VT ? load_pieces_in_flight : VT;
+  constexpr int in_flight = tuning::here.sort.pieces_in_flight;
+  constexpr int group = in_flight < VT ? in_flight : VT;
 #pragma unroll
   for (int first = 0; first < VT; first += group) {
     T x[group];

@@ -62,6 +62,13 @@ inline int kernel_arch(const void* kernel, const device_info& dev, const char* a
   return kernel_attributes(kernel, dev, algorithm).ptxVersion;
 }
 
+// The tuning entry of the GPU a call runs on, for the decisions the host
+// makes (the kernels take their own: tuning::here).
+inline const tuning::architecture& entry_of(const device_info& dev) {
+  const int i = tuning::entry_for(dev.cc);
+  return tuning::architectures[i < 0 ? std::size(tuning::architectures) - 1 : static_cast<std::size_t>(i)];
+}
+
 template <class F, std::size_t... I>
 void for_each_index(F& f, std::index_sequence<I...>) {
   (f(std::integral_constant<std::size_t, I>{}), ...);

@@ -71,11 +71,7 @@ using merge_tile_layout = merge_layout<typename Geometry::key_type, typename Geo
 
 // What one SM holds on the architecture of this compilation pass: its
 // tuning entry's limits (policies/launch_box.hpp; none on the host pass).
-#ifdef __CUDA_ARCH__
-inline constexpr tuning::sm_limits sm_here = tuning::architectures[tuning::entry_for(__CUDA_ARCH__ / 10)].sm;
-#else
-inline constexpr tuning::sm_limits sm_here{0, 0};
-#endif
+inline constexpr tuning::sm_limits sm_here = tuning::here.sm;
 inline constexpr int sm_max_threads = sm_here.threads;
 
 // Registers decide how many CTAs share a multiprocessor, and the merge is
@@ -111,11 +107,7 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
   // staged.
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
   int kb = na;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr bool bulk = bulk_keys_of<Geometry>;
-#else
-  constexpr bool bulk = false;
-#endif
+  constexpr bool bulk = tuning::here.merge.loads == tuning::tile_loads::bulk_copies && bulk_keys_of<Geometry>;
   if constexpr (bulk) {
     bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + layout::barrier), tid);
     const auto staged = loader.stage_pair(g.a_keys + a_at, na, g.b_keys + b_at, nb, smem + layout::keys);
@@ -231,18 +223,11 @@ __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Ge
 }
 
 // Which tiles of a merge in small tiles (SelfEnds) find their own ends: all
-// of them up to self_ends_waves_all waves of CTAs (no partition kernel
-// runs), else the first self_ends_waves_first waves. Below a wave or two
-// the partition kernel is a launch and a chain of dependent loads that the
-// merge kernel waits for with the GPU idle; above, its loads hide behind
-// the first wave's merging. H200, one call, against the kernel that waits
-// for every partition (time ratios, int32 keys / int32 pairs / int64 keys):
-// 2^20 0.87/0.86/0.87, 2^21 0.88/1.00/0.97, 2^22 0.97/0.96/0.95 and 2^23
-// 0.95/0.97/0.98; all tiles up to 4 waves made pairs at 2^22 1.04x slower,
-// the first wave alone int32 keys at 2^22 (1093 tiles, 1056 in a wave)
-// 1.05x slower.
-inline constexpr index_t self_ends_waves_all = 2;
-inline constexpr index_t self_ends_waves_first = 1;
+// of them up to the entry's self_ends_waves_all waves of CTAs (no partition
+// kernel runs), else its first self_ends_waves_first waves. Below a wave or
+// two the partition kernel is a launch and a chain of dependent loads that
+// the merge kernel waits for with the GPU idle; above, its loads hide behind
+// the first wave's merging.
 
 template <class Box, bool SelfEnds, class Policy, class Geometry, class KeysOut, class ValsOut, class Comp>
 void launch_merge(const Policy& policy, const device_info& dev, const Geometry& g, KeysOut keys_out,
@@ -257,7 +242,8 @@ void launch_merge(const Policy& policy, const device_info& dev, const Geometry& 
   index_t self_tiles = 0;
   if constexpr (SelfEnds) {
     const index_t wave = wave_ctas(kernel, Box::nt, smem, dev, algorithm);
-    self_tiles = num_tiles <= self_ends_waves_all * wave ? num_tiles : self_ends_waves_first * wave;
+    const tuning::merge_line& line = entry_of(dev).merge;
+    self_tiles = num_tiles <= line.self_ends_waves_all * wave ? num_tiles : line.self_ends_waves_first * wave;
   }
   const bool partitioned = self_tiles < num_tiles;
 

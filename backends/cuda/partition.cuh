@@ -93,15 +93,12 @@ struct single_merge {
 // come 128 to a block.
 inline constexpr int partition_block = 128;
 
-// Up to this many partitions are found a warp each (partition_kernel with
-// Lanes 32): few partitions leave most of the GPU idle, and each is then a
-// chain of log2(n) dependent loads; a warp's 32 probes a round make it
-// log32(n). Above it, a thread each (Lanes 1): the chain is hidden by the
-// number of threads, and the warps' 32 times as many loads are not. H200,
-// warps against threads: merge of 2^20 int32 keys (109 partitions) 0.0134
-// against 0.0200 ms, 2^24 (1725) 0.0581 against 0.0606, but 2^24 pairs and
-// int64 keys (3641) 0.0951 and 0.0991 against 0.0924 and 0.0940.
-inline constexpr index_t warp_partitions_max = 3072;
+// Up to the entry's warp_partitions_max partitions are found a warp each
+// (partition_kernel with Lanes 32): few partitions leave most of the GPU
+// idle, and each is then a chain of log2(n) dependent loads; a warp's 32
+// probes a round make it log32(n). Above it, a thread each (Lanes 1): the
+// chain is hidden by the number of threads, and the warps' 32 times as many
+// loads are not.
 // Partitions a block when each is found by a warp (1024 threads).
 inline constexpr int partition_warps = 32;
 
@@ -114,8 +111,8 @@ struct partition_plan {
   bool warps;
   index_t blocks;  // also the bytes of out_of_order, when checked
 };
-inline partition_plan plan_partitions(index_t num_partitions, bool checked) {
-  const bool warps = num_partitions <= warp_partitions_max;
+inline partition_plan plan_partitions(index_t num_partitions, bool checked, const device_info& dev) {
+  const bool warps = num_partitions <= entry_of(dev).merge.warp_partitions_max;
   const index_t per_block = (warps ? partition_warps : partition_block) - (checked ? 1 : 0);
   const index_t spans = checked ? num_partitions - 1 : num_partitions;
   return {warps, spans <= 0 ? 1 : (spans + per_block - 1) / per_block};
@@ -195,7 +192,7 @@ void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t
                        cudaStream_t stream, const device_info& dev, const char* algorithm,
                        unsigned char* out_of_order = nullptr, index_t first = 0) {
   const index_t num_partitions = num_tiles + 1;
-  const partition_plan plan = plan_partitions(num_partitions - first, out_of_order != nullptr);
+  const partition_plan plan = plan_partitions(num_partitions - first, out_of_order != nullptr, dev);
   auto run = [&](auto lanes) {
     constexpr int L = decltype(lanes)::value;
     launch(partition_kernel<Bounds, L, Geometry, Comp>, plan.blocks, partitions_per_block<L> * L, 0, stream, false,

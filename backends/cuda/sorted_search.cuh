@@ -166,7 +166,7 @@ void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, ind
   const std::size_t smem = search_tile_layout<AIt, BIt, Box::nv>::bytes;
   prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);
   // The partitions, then one byte a block of partitions: out of order?
-  const index_t order_blocks = plan_partitions(num_tiles + 1, true).blocks;
+  const index_t order_blocks = plan_partitions(num_tiles + 1, true, dev).blocks;
   const std::size_t temp_bytes =
       sizeof(index_t) * static_cast<std::size_t>(num_tiles + 1) + static_cast<std::size_t>(order_blocks);
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, temp_bytes, algorithm);

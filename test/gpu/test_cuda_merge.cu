@@ -214,7 +214,7 @@ void check_self_ends(std::uint64_t seed, bool largest) {
   const long long nv = cuda_test::tuned_merge_nv<T, V>();
   const long long wave = cuda_test::tuned_merge_wave<T, V>();
   const long long large_from = cuda_test::tuned_merge_large_from<T, V>();
-  const long long all = cb::self_ends_waves_all * wave * nv;  // the largest merge with no partition kernel
+  const long long all = cb::entry_of(cb::current_device("test")).merge.self_ends_waves_all * wave * nv;  // the largest merge with no partition kernel
   BOOST_TEST_MESSAGE("small tiles of " << nv << ", a wave of " << wave << " CTAs, large tiles from " << large_from);
   std::vector<long long> sizes = {all - nv + 1, all, all + 1, all + 3 * nv + 7};
   if (largest) sizes.push_back(large_from - 1);

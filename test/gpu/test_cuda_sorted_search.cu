@@ -1021,7 +1021,7 @@ BOOST_AUTO_TEST_CASE(partition_order_check_at_block_boundaries) {
   std::uint64_t seed = 1400;
   // A warp a partition up to warp_partitions_max (blocks of 32 warps), a
   // thread each above (blocks of 128).
-  const long long wmax = cb::warp_partitions_max;
+  const long long wmax = cb::entry_of(dev).merge.warp_partitions_max;
   for (long long parts : {2LL, 3LL, 31LL, 32LL, 33LL, 63LL, 64LL, 1000LL, wmax, wmax + 1, wmax + 127, wmax + 128,
                           wmax + 129, 3 * wmax}) {
     const long long n = (parts - 1) * nv - 5;  // parts - 1 tiles, the last one short
@@ -1035,7 +1035,7 @@ BOOST_AUTO_TEST_CASE(partition_order_check_at_block_boundaries) {
       if (j >= nb || (i < na && !(in.b[static_cast<std::size_t>(j)] < in.a[static_cast<std::size_t>(i)]))) ++i;
       else ++j;
     }
-    const long long blocks = cb::plan_partitions(parts, true).blocks;
+    const long long blocks = cb::plan_partitions(parts, true, dev).blocks;
     thrust::device_vector<std::int64_t> mp(static_cast<std::size_t>(parts), -1);
     thrust::device_vector<unsigned char> flags(static_cast<std::size_t>(blocks), 7);
     const int* a = thrust::raw_pointer_cast(in.da.data());

@@ -52,11 +52,9 @@ using cb::search_table;
 using cb::with_merge_box;
 using cb::with_tuned_boxes;
 // One wave of a merge kernel (small merges' tiles find their own ends up to
-// self_ends_waves_all waves), and what a wave's CTAs take.
+// the entry's self_ends_waves_all waves: entry_of), and what a wave's CTAs take.
 using cb::merge_tile_layout;
 using cb::prepare_shared_memory;
-using cb::self_ends_waves_all;
-using cb::self_ends_waves_first;
 using cb::wave_ctas;
 // The sort across GPUs' local sort leaves two runs when the first is this wide.
 using cb::two_run_width;
@@ -74,7 +72,7 @@ using cb::piece_spans;
 using cb::launch_partitions;
 using cb::plan_partitions;
 using cb::search_merge;
-using cb::warp_partitions_max;
+using cb::entry_of;
 // The sparse search with a forced probe, for the benchmark's tuning rows.
 using cb::a_writes;
 using cb::box_interpolates_from;

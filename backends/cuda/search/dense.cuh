@@ -370,11 +370,8 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
   using TA = value_of<AIt>;
   using TB = value_of<BIt>;
   using layout = search_tile_layout<AIt, BIt, Box::nv>;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  using loader = std::conditional_t<search_bulk_of<AIt, BIt>, bulk_search_loader, register_search_loader>;
-#else
-  using loader = register_search_loader;
-#endif
+  constexpr bool staged = tuning::here.search.loads == tuning::tile_loads::bulk_copies;
+  using loader = std::conditional_t<staged && search_bulk_of<AIt, BIt>, bulk_search_loader, register_search_loader>;
   constexpr bool a_needs_match = writes_match(TypeA) || AWrites == a_writes::equal_count;
   constexpr bool b_needs_match = writes_match(TypeB);
   constexpr bool in_keys = results_in_key_slots<TA, TB>;
@@ -405,11 +402,10 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
                                                       a_out, b_out, counters, comp, tid);
 }
 
-// Registers decide how many CTAs share an SM: three quarters of a full SM, as
-// many as the shared memory of a 512x15 tile allows (at a full SM's 32
-// registers the match modes spill).
+// Registers decide how many CTAs share an SM: the entry's threads, for tiles
+// up to 512 threads (as many as the shared memory of a 512x15 tile allows).
 template <class Box>
-inline constexpr int search_ctas_per_sm = Box::nt <= 512 ? 1536 / Box::nt : 1;
+inline constexpr int search_ctas_per_sm = Box::nt <= 512 ? tuning::here.search.sm_threads / Box::nt : 1;
 
 template <class Box, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt, class AOut,
           class BOut, class Comp>

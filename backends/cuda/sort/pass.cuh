@@ -6,36 +6,23 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// The registers a merge-pass thread may use: like the merge kernel, many
-// threads per multiprocessor (the passes are bound by loads in flight).
-// 4-way passes of elements up to 8 bytes with keys under 8 (which alone
-// take 4-way passes; 8-byte keys spilled) fill the SM (32 registers; their
-// loads go out a few at a time, load_pieces): 11.60 against 12.85 ms for
-// 2^28 int32 keys, 20.51 against 21.52 for int32 pairs, where 1024 threads
-// (64 registers) had been the most that did not spill, and 1536 (40
-// registers) took 12.44 and 20.93 (H100). 2-way passes ask for three
-// quarters of a full SM (about 40 registers; a full SM was no faster: 0.837
-// against 0.829 ms at 2^24 int32 keys), but those of pairs of up to 8 bytes
-// for a full one (at 40 registers the int32 pairs' 2-way kernels kept 4
-// bytes in local memory, at 48 and 64 more, at 32 none; ptxas, sm_90,
-// nvcc 13.0), other 4-way passes and 16-byte
-// elements (whose keys take four registers each: 256x5 spilled at 40) for at
-// least 1024 threads (64), and those 4-way passes with more than 19 values a
-// thread for 512 (128): at 64 registers, the 4-way kernels of int32 keys with
-// int64 values at 256x21, 256x23 and 128x23 merged their last, partial tile
-// out of order (nvcc 13.0, sm_90, H200; sort_launch_boxes), at 128 they
-// merge it right, and at 256x17 and 256x19 both do (the cause, in our code or
-// in ptxas, is not found). Larger elements get no limit.
+// The registers a merge-pass thread may use, as CTAs an SM: the threads the
+// entry budgets for the pass's ways, element and key sizes (launch_box.hpp
+// merge_sort_line); the passes are bound by loads in flight, so as many as
+// do not spill. Larger elements get no limit.
 template <class Box, int Ways, std::size_t KeyBytes, std::size_t ElementBytes>
 inline constexpr int pass_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
+  constexpr tuning::merge_sort_line line = tuning::here.sort;
   int threads = 0;
   if (Ways == 4) {
-    threads = ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads : (Box::vt > 19 ? 512 : 1024);
+    threads = ElementBytes <= 8 && KeyBytes < 8 ? sm_max_threads
+                                                : (Box::vt > line.pass_long_vt ? line.pass_threads_long
+                                                                               : line.pass_threads_wide);
   } else if (ElementBytes <= 8 && KeyBytes < ElementBytes) {
     threads = sm_max_threads;  // pairs of up to 8 bytes
   } else {
-    threads = ElementBytes < 16 ? sm_max_threads * 3 / 4 : 1024;
+    threads = ElementBytes < 16 ? sm_max_threads * line.pass_two_way_quarters / 4 : line.pass_threads_wide;
   }
   const int ctas = threads / Box::nt;
   const int cap = sm_here.ctas;
@@ -330,11 +317,8 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
                                                         int count, unsigned char* smem, Comp& comp,
                                                         K* samples = nullptr) {
   using layout = pass_layout<Box, K, V, WithValues>;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  using parts = pass_parts<Ways, MayStage && staged_pass<K, WithValues>>;
-#else
-  using parts = pass_parts<Ways, false>;
-#endif
+  constexpr bool staged = tuning::here.sort.pass_loads == tuning::tile_loads::bulk_copies;
+  using parts = pass_parts<Ways, staged && MayStage && staged_pass<K, WithValues>>;
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
   V* vals = reinterpret_cast<V*>(smem + layout::vals);
   tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);

@@ -2,8 +2,6 @@
 // shapes, the flags the kernels pass on, the two buffers, the run samples.
 #pragma once
 
-#pragma once
-
 #include <cooperative_groups.h>
 #include <cuda_runtime_api.h>
 
