@@ -39,16 +39,11 @@ struct two_ranges {
   }
 };
 
-// Loads a[0, na) followed by b[0, count - na) into dst[0, count), striped over
-// the NT threads of the CTA (tid is the caller's thread index) so every access
-// is coalesced: cub::LoadDirectStriped into registers (every load in flight
-// before the first store to shared memory), then one store each. Full tiles
-// skip the bounds checks. (Measured on an H100 against the hand-written loop
-// it replaced, with cub::WarpStore below: merge 2^20..2^28 within +-1.3%, sort
-// and search at 2^28 within 0.5%; and merge_kernel at 512x19 keys and 512x9
-// int64 no longer spills: 0 B of local memory, was 8 and 16 B.) Direct: a
-// partial tile stores each element as it comes instead (the merge-sort pass
-// kernel at 512x15 spilled holding VT checked values; the merge and search
+// Loads a[0, na) then b[0, count - na) into dst[0, count), striped over the
+// CTA's NT threads (coalesced): cub::LoadDirectStriped into registers, every
+// load in flight before the first shared store. Full tiles skip the bounds
+// checks. Direct: a partial tile stores each element as it comes (holding VT
+// checked values spilled the sort's 512x15 pass kernel; the merge and search
 // kernels spill the other way round, so each caller picks).
 template <int NT, int VT, bool Full, bool Direct = false, class T, class AIt, class BIt>
 __device__ __forceinline__ void load_tile(AIt a, int na, BIt b, int count, T* dst, int tid) {
@@ -85,15 +80,12 @@ struct piece_map {
   }
 };
 
-// load_tile for a 4-way merge-sort tile: its pieces of the runs, all in one
-// buffer, side by side in dst[0, count) as `pieces` maps them. The source
-// offset is picked with selects, so the loads go out with no branch between
-// them (a ternary of loads compiled to a branch an element). They go out the
-// entry's pieces_in_flight at a time, each group in flight before its first
-// store to shared memory: at the pass kernels' 32 registers all of a tile's
-// loads at once spill. (Hand-written: cub::LoadDirectStriped over a four-run
-// sequence took 1.06x the time, H100; docs/tuning.md.)
-
+// load_tile for a 4-way merge-sort tile: its pieces side by side in dst[0,
+// count) as `pieces` maps them. The source offset is picked with selects (a
+// ternary of loads compiled to a branch an element), and the loads go out
+// pieces_in_flight at a time: at the pass kernels' 32 registers all of a
+// tile's loads at once spill (docs/tuning.md).
+// Hand-written: cub::LoadDirectStriped over a four-run sequence took 1.06x, H100.
 template <int NT, int VT, bool Full, int Ways, class T>
 __device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>& pieces, int count, T* dst, int tid) {
   constexpr int in_flight = tuning::here.sort.pieces_in_flight;
@@ -114,29 +106,17 @@ __device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>&
   }
 }
 
-// The walk of a thread's share of a CTA merge (SerialMerge in seeds/003):
-// up to VT steps from A's element a and B's element b, each taking the next
-// element of the merge. A is taken while B is exhausted (b == b_end) or A is
-// not (a < a_end) and a_first(a, b, a_key, b_key) says so. read_a(k) and
-// read_b(k) load the keys (each caller decides what stands in past the end
-// of a side: a_first is asked at every step, so both keys must be readable).
-// step(i, from_a, a, b, a_key, b_key) says what step i produces. Full:
-// exactly VT steps; otherwise `steps` of them (at most VT). next_a(a) and
-// next_b(b) give the offset after a taken element: a + 1 where each side is
-// one range; a 4-way pass's staged pieces step over the gap between two
-// pieces (cta_merge_pieces). The merge tiles keep the merged keys
-// (serial_merge); the dense search tile, a merge that writes bounds instead
-// of keys, keeps each element's position in the other sequence
-// (search/dense.cuh).
-// OneRead: both sides read alike (read_a(k) whichever side offset k is on;
-// side_key's reads past a side's end), so a step loads one key, at the
-// offset of the side it took, where otherwise it issues a predicated load on
-// each side (two loads a step, each with half the warp's lanes). H200, int32
-// keys sorted in 0.96x the time at 2^28 and 2^26 (8.21 against 8.54 ms at
-// 2^28), 0.99x at 2^24, and the 4-way pass kernel of 23 keys a thread spills
-// 8 bytes where it spilled 60. (On the H100, while the pass kernel was held
-// by its ALU pipe, a single load at a selected offset had been slower:
-// cuda-merge-sort.md, Tried.)
+// The walk of a thread's share of a CTA merge (SerialMerge in seeds/003): up
+// to VT steps (Full: exactly VT, else `steps`) from A's offset a and B's b. A
+// is taken while B is exhausted (b == b_end) or A is not (a < a_end) and
+// a_first(a, b, a_key, b_key) says so. a_first is asked at every step, so
+// read_a(k) and read_b(k) must give a key past a side's end too (each caller
+// picks the stand-in). step(i, from_a, a, b, a_key, b_key) says what step i
+// produces; next_a and next_b give the offset after a taken element (a 4-way
+// pass's staged pieces step over their gaps, cta_merge_pieces).
+// OneRead: both sides read alike (read_a(k) for either side), so a step loads
+// one key, at the side it took, instead of a predicated load on each side.
+// H200, int32 sort at 2^28: 0.96x the time, 8.21 against 8.54 ms (docs/cuda-merge.md).
 template <int VT, bool Full, bool OneRead = false, class ReadA, class ReadB, class AFirst, class Step, class NextA,
           class NextB>
 LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, int b_end, int steps, ReadA&& read_a,
@@ -176,17 +156,14 @@ LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, in
 }
 
 // The key a CTA merge's walk holds for a side at offset k (end: the side's
-// end). Past the end the walk still compares it, though it never takes it
-// (merge_walk): under a comparator that may dereference its keys (a string
-// by index) the key must be an input's, so keys[0] stands in. With PastEnd,
-// numbers under their natural order compare whatever the slot holds and
-// read keys[k] itself, one slot past the last at most (merge_layout leaves
-// room for it), which spares every step a compare and a select: H200, int32
-// keys sorted in 0.94x-0.97x the time from 2^24 to 2^28 (2^28 9.14 against
-// 9.68 ms), merged in 0.96x-0.98x from 2^20 to 2^23. Tiles with values
-// read the values' first slot there (walks_past_end).
-// (Host code, the CPU tests' merges over vectors of exactly their keys,
-// always reads keys[0].)
+// end). Past the end the walk still compares it but never takes it: under a
+// comparator that may dereference its keys (a string by index) it must be an
+// input's, so keys[0] stands in. With PastEnd, numbers under their natural
+// order read keys[k] itself, at most one slot past the last (merge_layout
+// leaves room; tiles with values read the values' first slot, walks_past_end),
+// sparing every step a compare and a select.
+// H200: int32 sorts 0.94x-0.97x the time from 2^24 (docs/cuda-merge-sort.md).
+// Host code (the CPU tests' vectors hold exactly their keys) always clamps.
 template <class Comp, bool PastEnd, class K>
 inline constexpr bool reads_past_end_v =
 #ifdef __CUDA_ARCH__
@@ -206,13 +183,10 @@ LIBMERGE_HOST_DEVICE __forceinline__ K side_key(const K* keys, int k, int end) {
 
 // Whether tiles' walks may read past a side's end (side_key's PastEnd, for
 // numbers): merge_layout leaves keys-only tiles a slot after the keys; in
-// tiles with values the slot after the keys is the values' first (or the
-// padding before it), which holds the tile's values from before the first
-// merge level to after the last, so the walk compares whatever number is
-// there and never takes it. H200, against clamped reads in tiles with
-// values: int32 pairs sorted in 0.974x the time at 2^20, 0.993x at 2^24 and
-// 0.987x at 2^28 (the 4-way pass kernel 1.42 against 1.46 ms), merged by
-// key in 0.99x from 2^22 to 2^28.
+// tiles with values that slot is the values' first (or padding), which holds
+// the tile's values from before the first merge level to after the last, so
+// the walk compares some number there and never takes it.
+// H200, int32 pair sorts 0.974x-0.993x the time (docs/cuda-merge-sort.md).
 inline constexpr bool walks_past_end = true;
 
 // Merges VT outputs from keys[a, a_end) and keys[b, b_end) with merge_walk:
@@ -238,8 +212,7 @@ LIBMERGE_HOST_DEVICE __forceinline__ void serial_merge(const K* keys, int a, int
     merged[i] = from_a ? a_key : b_key;
     src[i] = from_a ? a_at : b_at;
   };
-  // (Keys of 4 bytes at most: with int64 keys the 2-way pass kernels kept 8
-  // bytes in local memory at their 40 registers.)
+  // (4-byte keys at most: with int64 keys the 2-way pass kernels spilled.)
   if constexpr (reads_past_end_v<Comp, PastEnd, K> && sizeof(K) <= 4) {
     const auto read = [&](int k) { return keys[k]; };
     merge_walk<VT, true, true>(a, a_end, b, b_end, VT, read, read, a_first, step);
@@ -250,15 +223,12 @@ LIBMERGE_HOST_DEVICE __forceinline__ void serial_merge(const K* keys, int a, int
   }
 }
 
-// The CTA merge: keys[0, na) and keys[b_at, b_at + nb) (b_at >= na) are two
-// sorted ranges in shared memory, visible to the group of threads merging
-// them; the caller's thread tid (0-based within that group) produces outputs
-// VT*tid .. VT*tid + VT-1 of the merge in registers: the keys and their
-// offsets in keys (the caller keeps whichever it needs; the compiler drops
-// the other). Bounds picks who wins ties: lower, A (a stable merge); upper,
-// B. B follows A directly (b_at == na) where the tile was loaded through
-// registers; a gap lies between them where bulk copies staged it
-// (bulk_load.cuh).
+// The CTA merge: keys[0, na) and keys[b_at, b_at + nb) (b_at >= na: a gap
+// where bulk copies staged the tile) are sorted ranges in shared memory;
+// thread tid (0-based in the merging group) produces outputs VT*tid ..
+// VT*tid + VT-1 in registers: the keys and their offsets in keys (the caller
+// keeps what it needs; the compiler drops the rest). Bounds picks who wins
+// ties: lower, A (a stable merge); upper, B.
 template <int VT, bounds Bounds = bounds::lower, bool PastEnd = false, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge(const K* keys, int na, int b_at, int nb, int tid, K (&merged)[VT],
                                                     int (&src)[VT], Comp& comp) {
@@ -270,11 +240,9 @@ LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge(const K* keys, int na, int b
 
 // Whether thread tid's warp holds the thread whose VT outputs straddle the
 // end of a 4-way tile's first pair (its output `first`): only that warp's
-// walks need the grouped test of cta_merge_pairs and cta_merge_pieces, every
-// other warp's threads merge within one pair, as a plain walk to that pair's
-// ends (a branch the whole warp takes one way, so no thread waits on another).
-// H200: int32 keys sorted in 0.99x the time at 2^28, reversed and nearly
-// sorted input 0.96x at 2^24.
+// walks need the grouped test; every other warp walks plainly within one pair
+// (a branch the whole warp takes one way).
+// H200, 2^24 reversed int32 keys: 0.96x the sort's time (docs/cuda-merge.md).
 template <int VT>
 LIBMERGE_HOST_DEVICE __forceinline__ bool straddling_warp(int tid, int first) {
   return tid / 32 == first / VT / 32;
@@ -282,11 +250,10 @@ LIBMERGE_HOST_DEVICE __forceinline__ bool straddling_warp(int tid, int first) {
 
 // Level 1 of a 4-way merge as one CTA merge: keys[0, na) holds piece 0 and,
 // from a_split on, piece 2; keys[na, count) piece 1 and, from b_split on,
-// piece 3. Ordered by (pair, key), these two sequences merge into
-// merge(piece 0, piece 1) followed by merge(piece 2, piece 3), each stable.
-// A thread's merge-path search runs in the pair its first output belongs to,
-// and its walk crosses into the second pair by itself (Grouped serial_merge):
-// the thread whose outputs straddle the two pairs needs no case of its own.
+// piece 3. Ordered by (pair, key), they merge into merge(piece 0, piece 1)
+// followed by merge(piece 2, piece 3), each stable. A thread searches in the
+// pair of its first output and its walk crosses into the second by itself
+// (Grouped serial_merge), so the straddling thread needs no case of its own.
 template <int VT, bool PastEnd = false, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pairs(const K* keys, int na, int a_split, int b_split, int count, int tid,
                                                 K (&merged)[VT], int (&src)[VT], Comp& comp) {
@@ -314,15 +281,11 @@ struct piece_spans {
   int size[4];
 };
 
-// Level 1 of a 4-way merge over staged pieces: cta_merge_pairs where A is
-// piece 0 then piece 2 and B piece 1 then piece 3, each pair of pieces with a
-// gap between them. A thread's search runs in the pair its first output
-// belongs to, and its walk crosses into the second pair by itself: an offset
-// that reaches a first piece's end goes on at its second piece's start, and
-// the pair an offset lies in is which side of the second piece's start it
-// is. keys[0] holds an input key (stage_ranges), the stand-in past a side's
-// end. (cta_merge_pairs is the same merge over pieces back to back, as
-// tiles loaded through registers hold them.)
+// Level 1 of a 4-way merge over staged pieces: cta_merge_pairs with a gap
+// between each side's two pieces (A: piece 0 then 2, B: 1 then 3). An offset
+// reaching a first piece's end goes on at its second piece's start; which
+// pair an offset is in is which side of the second piece's start it lies.
+// keys[0] holds an input key (stage_ranges), the stand-in past a side's end.
 template <int VT, bool PastEnd = false, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pieces(const K* keys, const piece_spans& p, int tid,
                                                            K (&merged)[VT], int (&src)[VT], Comp& comp) {
@@ -359,9 +322,8 @@ LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pieces(const K* keys, const 
 }
 
 // A warp's samples, held by lane `holder` in y[0, VT), to samples[first,
-// first + count) with one coalesced store a 32 of them (each written on its
-// own, one lane's stores of single words cost a 4-way merge pass 0.13 ms at
-// 2^28 int32 keys on an H100). All lanes of the warp call it.
+// first + count), one coalesced store a 32 of them. All lanes of the warp call it.
+// H100, 2^28 int32: one lane's single-word stores cost a 4-way pass 0.13 ms.
 template <int VT, class T>
 __device__ __forceinline__ void write_warp_samples(const T (&y)[VT], int holder, index_t first, int count, T* samples) {
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -378,14 +340,11 @@ __device__ __forceinline__ void write_warp_samples(const T (&y)[VT], int holder,
 }
 
 // Writes each thread's VT consecutive outputs (tile positions VT*tid + i) to
-// out[0, count) with coalesced stores: cub::WarpStore's transpose, through
-// `scratch` (the warp's VT*32 elements of the tile's key buffer, which no
-// other warp uses then, instead of a TempStorage of its own: a second buffer
-// would cost occupancy). A warp's outputs are one contiguous run, so only the
-// warp synchronizes. Odd VT keeps the exchange free of bank conflicts (the
-// tuned boxes all have odd VT). For power-of-two VT above 4, CUB pads its
-// exchange against bank conflicts, which does not fit the slice: those boxes
-// (a caller's) transpose through the slice directly.
+// out[0, count), coalesced: cub::WarpStore's transpose through `scratch`, the
+// warp's VT*32 elements of the tile's key buffer (a TempStorage of its own
+// would cost occupancy); only the warp synchronizes. Odd VT (every tuned box)
+// keeps it free of bank conflicts. For power-of-two VT above 4 CUB pads its
+// exchange, which does not fit the slice: those boxes transpose by hand.
 template <int VT, bool Full, class T, class Out>
 __device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch, Out out, int count, int tid) {
   using store = cub::WarpStore<T, VT, cub::WARP_STORE_TRANSPOSE>;
@@ -418,12 +377,10 @@ __device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch,
 // store_warp_striped for merge sort's 4-way passes, which also sample their
 // output: out[0] is element `at` of the pass's output, and element p with
 // p % 32 == 0 also goes to samples[p / 32] (samples may be null). A warp whose
-// first output is not at a multiple of 32 stores through its slice by hand,
-// along 32-aligned segments (stores straddling two segments cost a 4-way pass
-// about 0.14 ms at 2^28 int32 keys on an H100). Kept apart from
-// store_warp_striped: with this code in them the 2-way passes and the
-// one-kernel sort were slower (int64 keys at 2^16 0.055 against 0.043 ms,
-// H100).
+// first output is not at a multiple of 32 stores by hand along 32-aligned
+// segments (straddling stores cost a 4-way pass 0.14 ms at 2^28, H100). Kept
+// apart from store_warp_striped, whose other callers it slowed
+// (docs/cuda-merge-sort.md, Tried).
 template <int VT, bool Full, class T, class Out>
 __device__ __forceinline__ void store_warp_striped_sampled(const T (&x)[VT], T* scratch, Out out, int count, int tid,
                                                            T* samples, index_t at) {
@@ -463,8 +420,7 @@ __device__ __forceinline__ void store_warp_striped_sampled(const T (&x)[VT], T* 
   }
   if (samples != nullptr) {
     // The warp's outputs are in order in its slice now (either way): sample
-    // s is element 32 s + first there, stored together (one lane's stores of
-    // single words cost a 4-way pass 0.13 ms at 2^28 int32 keys, H100).
+    // s is element 32 s + first there, stored together (write_warp_samples).
     const int first = (32 - lead) % 32;
     const int left = (Full || count - warp_base >= 32 * VT ? 32 * VT : count - warp_base) - first;
     const int taken = left <= 0 ? 0 : (left + 31) / 32;

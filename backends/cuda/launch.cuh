@@ -88,10 +88,9 @@ struct merge_box_of<launch_boxes<B1, B2, Ways>> {
 // unit's kernels. nvcc names the architectures it compiles for in
 // __CUDA_ARCH_LIST__ (in the host pass too), and a kernel runs as one of them
 // (kernel_arch), so the lines no listed architecture maps to are never
-// picked; with_tuned_boxes leaves their kernels uninstantiated. The line
-// before sm_80 has boxes of its own: in builds for sm_80 and newer it doubled
-// the kernels of every tuned call (test_cuda_fundamental_types part 1, sm_90:
-// 7.3 minutes to compile before). Without the macro, every line.
+// picked; with_tuned_boxes leaves their kernels uninstantiated (the line
+// before sm_80 has boxes of its own and would double every tuned call's
+// kernels in builds for sm_80 and newer). Without the macro, every line.
 constexpr bool line_compiled(std::size_t index) {
 #ifdef __CUDA_ARCH_LIST__
   for (int arch : {__CUDA_ARCH_LIST__}) {
@@ -109,9 +108,8 @@ constexpr bool line_compiled(std::size_t index) {
 // static member `lines` is a tuning table (policies/launch_box.hpp, newest
 // line first) and whose static boxes<I>() returns line I's boxes as a tuple;
 // kernel_of(boxes...) names a kernel those boxes launch: its compiled
-// architecture picks the line. Lines with equal boxes share one kernel,
-// which is asked once (the untuned entries copy sm_90's boxes: an sm_90 call
-// walks six lines and asks one kernel).
+// architecture picks the line. Lines with equal boxes share one kernel, which
+// is asked once.
 template <class Table, class KernelOf, class F>
 void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& kernel_of, F&& f) {
   constexpr std::size_t n = std::size(Table::lines);
@@ -180,11 +178,10 @@ inline constexpr index_t max_grid_ctas = 0x7fffffff;
 }
 
 // Launches `kernel` on `stream` with the launch attribute `attribute` (none
-// when null); launch errors come back from cudaLaunchKernelEx itself, so no
-// check reads the thread's last-error slot (where an earlier, unrelated
-// failure may still sit). An error names the launch as what_prefix + what,
-// a string built only on failure: built at every launch, it cost the small
-// calls' host path a heap allocation a kernel.
+// when null). Errors come from cudaLaunchKernelEx itself, so no check reads
+// the last-error slot (an earlier, unrelated failure may sit there). The error
+// names what_prefix + what, built only on failure (a heap allocation a launch
+// otherwise, on the small calls' host path).
 template <class... Params, class... Args>
 void launch_named(const cudaLaunchAttribute* attribute, void (*kernel)(Params...), index_t grid, int nt,
                   std::size_t smem, cudaStream_t stream, const char* algorithm, const char* what_prefix,
@@ -272,10 +269,7 @@ void launch_cooperative(void (*kernel)(Params...), index_t grid, int nt, std::si
 
 // Raises a kernel's dynamic shared memory limit when a box needs more than the
 // default 48 KB a block together with the kernel's static shared memory, or
-// says clearly that the device cannot give that much. (Counting the dynamic
-// bytes alone, 16-bit sorted-search tiles of 46,096 bytes plus the kernel's
-// static bytes went over 48 KB without the limit raised: every such launch
-// failed with cudaErrorInvalidValue.)
+// says clearly that the device cannot give that much.
 template <class Kernel>
 void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& dev, int nt, int vt,
                            const char* algorithm) {

@@ -29,17 +29,15 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// Shared memory of a merge tile: its keys (A's range, then B's) and, for
-// merge_by_key, its values and for each output position the tile offset of its
-// source. Keys staged by bulk copies, in StagedRanges ranges (a merge's A
-// and B; a 4-way pass's four pieces), keep their sources' offsets in 16-byte
-// lines (bulk_ranges_bytes), and their barrier comes last. The walks of
-// keys-only tiles of numbers read one slot past a side's end (side_key):
-// their keys take room for NV + 1 (staged ranges leave at least 2 R - 1
-// slots after the last). Tiles with values keep NV, and their walks read
-// the values' first slot past the keys (walks_past_end; with NV + 1, the
-// sort's int32 pair passes spilled 8 bytes and took 1.02x-1.08x the time,
-// H200).
+// Shared memory of a merge tile: keys (A's range, then B's) and, for
+// merge_by_key, values and each output's source offset in the tile. Keys
+// staged by bulk copies (StagedRanges ranges: a merge's A and B, a 4-way
+// pass's four pieces) keep their sources' offsets in 16-byte lines
+// (bulk_ranges_bytes); their barrier comes last. Keys-only walks of numbers
+// read one slot past a side's end (side_key): room for NV + 1 keys (staged
+// ranges leave at least 2 R - 1 slots after the last). Tiles with values keep
+// NV and read the values' first slot there (walks_past_end; NV + 1 made the
+// sort's pair passes spill, docs/cuda-merge-sort.md).
 template <class K, class V, bool WithValues, int NV, int StagedRanges = 0>
 struct merge_layout {
   static constexpr bool with_values = WithValues;
@@ -52,14 +50,11 @@ struct merge_layout {
   static constexpr std::size_t bytes = barrier + (StagedRanges > 0 ? 16 : 0);
 };
 
-// Whether a merge of the geometry stages its tiles' keys by bulk copies
-// (bulk_load.cuh; kernels for sm_90 and later do, the layout leaves room on
-// every architecture): keys-only merges of keys up to 4 bytes read through
-// plain pointers. H200, whole merges staged against loaded through
-// registers, same boxes, one call: int32 keys 2^24..2^28 0.89-0.91x the
-// time (2^20..2^23 0.97-1.0x); int64 keys 1.06-1.09x (and 24 B spilled at
-// 512x9); int32 pairs, keys and values staged, 1.00-1.09x. CUB 3.6 stages
-// all but 8-byte keys.
+// Whether a merge stages its tiles' keys by bulk copies (bulk_load.cuh;
+// kernels for sm_90 and later do, the layout leaves room on every
+// architecture): keys-only merges of keys up to 4 bytes through plain pointers.
+// H200, int32 keys 2^24..2^28: 0.89-0.91x the time of register loads; int64
+// and pairs lost (docs/cuda-merge.md, "Tiles staged by bulk copies").
 template <class Geometry>
 inline constexpr bool bulk_keys_of = !Geometry::with_values && sizeof(typename Geometry::key_type) <= 4 &&
                                      bulk_loadable<typename Geometry::key_type, decltype(Geometry::a_keys)> &&
@@ -86,8 +81,7 @@ inline constexpr int min_ctas_per_sm = [] {
   return sm_max_threads / Box::nt < cap ? sm_max_threads / Box::nt : cap;
 }();
 
-// One CTA per tile of nv outputs: load the tile's ranges of A and B, merge them
-// in shared memory, write the tile.
+// One tile: load its ranges of A and B, merge them in shared memory, write it.
 template <class Box, bool Full, class Geometry, class KeysOut, class ValsOut, class Comp>
 __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& r, index_t out0, unsigned char* smem,
                                            KeysOut keys_out, ValsOut vals_out, Comp& comp) {
@@ -130,18 +124,16 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
   cta_merge<Box::vt, bounds::lower, walks_past_end>(keys, na, kb, nb, tid, merged, src, comp);
 
   if constexpr (!with_values) {
-    // Keys only: the merged keys are in registers; write them out through the
-    // tile's key buffer, once every thread has finished reading it.
+    // Keys only: out through the tile's key buffer, once every thread has
+    // finished reading it.
     __syncthreads();
-    // (Through the transpose even where the tile was staged: out by a bulk
-    // copy, bulk_store, as the sort's passes do, int32 merges took 1.04x-1.08x
-    // the time from 2^20 to 2^23 and 1.00x from 2^24, H200.)
+    // Transpose even where staged: bulk_store took 1.04x-1.08x the time below
+    // 2^24 (H200; docs/cuda-merge.md, "Tried and dropped").
     store_warp_striped<Box::vt, Full>(merged, reinterpret_cast<K*>(smem + layout::keys), keys_out + out0, count,
                                       tid);
   } else {
-    // Keys and values: publish each output's source offset, then every thread
-    // gathers both key and value of consecutive outputs (one shared index
-    // serves both, so values never need their own exchange).
+    // Keys and values: publish each output's source offset, then gather key and
+    // value through it (values need no exchange of their own).
     const V* vals = reinterpret_cast<const V*>(smem + layout::vals);
     tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
 #pragma unroll
@@ -161,28 +153,20 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
   }
 }
 
-// Bytes a merge moves per element: a key, and a value for merge_by_key.
 template <class Geometry>
 inline constexpr std::size_t element_bytes =
     sizeof(typename Geometry::key_type) + (Geometry::with_values ? sizeof(typename Geometry::value_type) : 0);
 
-// One CTA per tile. With SelfEnds, the first `self_tiles` tiles find their
-// own two ends, a warp each (warp_merge_path: a few rounds of 32 probes),
-// instead of waiting for the partition kernel, which finds the rest meanwhile
-// (or does not run at all: `partitioned` false). The partition kernel lets
-// this kernel start once the inputs are complete (allow_dependent_launch
-// after its own wait), so those tiles read them without waiting for the
-// partitions; where no partition kernel ran they wait for the work before
-// them. Later tiles wait for the whole partition grid. (The last such tile
-// finds its end itself, and the partition kernel finds the same partition as
-// the next tile's start: the same answer for a strict weak order; for a
-// comparator that is none, whose output is unspecified, tiles may overlap or
-// leave gaps, and find_tile_range keeps every access in range.) Only the
-// small tiles take it (self_ends_waves_all): in the large tiles' kernel the
-// same code cost more than it saved (H200, the first one or two waves
-// finding their own ends: 0.95x-0.98x the time at 2^24 and 2^26, but
-// merge_by_key 1.03x-1.04x from 2^26 up and int32 keys 1.01x-1.04x at 2^25
-// and 2^28).
+// One CTA per tile. With SelfEnds the first `self_tiles` tiles find their own
+// two ends, a warp each (warp_merge_path), while the partition kernel finds the
+// rest (or does not run: `partitioned` false). That kernel allows this one to
+// start only after its own wait (allow_dependent_launch), so those tiles may
+// read the inputs at once; with no partition kernel they wait for the work
+// before them. Later tiles wait for the whole partition grid. A self-found end
+// and the partition kernel's agree for a strict weak order; otherwise tiles may
+// overlap or leave gaps, and find_tile_range keeps every access in range.
+// Small tiles only (self_ends_waves_all): in the large tiles' kernel it cost
+// up to 1.04x the time (H200; docs/cuda-merge.md).
 template <class Box, bool SelfEnds, class Geometry, class KeysOut, class ValsOut, class Comp>
 __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Geometry>>)
     merge_kernel(Geometry g, const index_t* mp, index_t self_tiles, bool partitioned, KeysOut keys_out,
@@ -222,12 +206,10 @@ __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Ge
   }
 }
 
-// Which tiles of a merge in small tiles (SelfEnds) find their own ends: all
-// of them up to the entry's self_ends_waves_all waves of CTAs (no partition
-// kernel runs), else its first self_ends_waves_first waves. Below a wave or
-// two the partition kernel is a launch and a chain of dependent loads that
-// the merge kernel waits for with the GPU idle; above, its loads hide behind
-// the first wave's merging.
+// Small tiles (SelfEnds) find their own ends: all up to self_ends_waves_all
+// waves (no partition kernel), else the first self_ends_waves_first waves. Below
+// that the partition kernel's launch and load chain leave the GPU idle; above,
+// they hide behind the first wave (docs/tuning.md).
 
 template <class Box, bool SelfEnds, class Policy, class Geometry, class KeysOut, class ValsOut, class Comp>
 void launch_merge(const Policy& policy, const device_info& dev, const Geometry& g, KeysOut keys_out,
@@ -382,11 +364,10 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   }
 }
 
-// lm::multiway_merge on the GPU, for now a tree of 2-way merges (merge
-// above): each level merges neighbouring runs (the lower as A: stable) and
-// passes an odd one on through a merge with nothing, alternating between two
-// scratch buffers so that the last level, always of two runs, writes the
-// output. log2(K) passes over the data; one k-way pass is the plan
+// lm::multiway_merge on the GPU, for now a tree of 2-way merges: each level
+// merges neighbouring runs (the lower as A: stable), an odd one passed on by a
+// merge with nothing, alternating between two scratch buffers so that the last
+// level writes the output. log2(K) passes; one k-way pass is the plan
 // (docs/architecture.md, Next).
 template <class It, bool = has_values<It>>
 struct run_value {
@@ -404,8 +385,7 @@ void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t 
   const char* algorithm = with_values ? "multiway_merge_by_key" : "multiway_merge";
   const cudaStream_t stream = policy.stream();
   const device_info& dev = current_device(algorithm, stream);
-  // The runs and outputs checked as merge checks its arguments (to_device),
-  // under the names the caller knows.
+  // Checked as merge checks its arguments, under the caller's names.
   check_runs_disjoint(algorithm, runs, total, keys_out, vals_out, [&](const char* name, auto it, index_t n) {
     return range_of(name, to_device(it, n, dev, algorithm, name), n);
   });

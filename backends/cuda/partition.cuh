@@ -1,8 +1,7 @@
 // The partition family: where each tile of a merge starts, found before the
-// tiles merge, so that each CTA of the next kernel knows its input ranges
-// without searching global memory itself (MergePathPartitions in seeds/000).
-// Every form searches with the engine (backends/engine/); they differ in
-// what a thread finds and writes:
+// tiles merge, so no CTA searches global memory for its ranges
+// (MergePathPartitions in seeds/000). Every form searches with the
+// engine (backends/engine/); they differ in what a thread finds and writes:
 //
 //   boundary form  partition_kernel (below): mp[p], where the merge path of
 //                  a single problem crosses diagonal p * nv, a thread or a
@@ -22,9 +21,8 @@
 //                  (merge.cuh: merge_kernel, partition_at below), where the
 //                  partition kernel finds only the rest, or does not run.
 //
-// A "geometry" says which merge problem a diagonal belongs to (the boundary
-// form's merge and search have one problem covering both inputs). Tiles never
-// straddle two problems.
+// A "geometry" says which merge problem a diagonal belongs to (merge and
+// search have one). Tiles never straddle two problems.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -69,8 +67,8 @@ template <class ValIt>
 using merge_value_t = typename std::conditional_t<has_values<ValIt>, std::iterator_traits<std::decay_t<ValIt>>,
                                                   std::iterator_traits<char*>>::value_type;
 
-// The geometry of merge and merge_by_key: a single problem. It also names the
-// merge's element types, which every stage takes from here.
+// The geometry of merge and merge_by_key: a single problem. Every stage takes
+// the merge's element types from here.
 template <class AKeys, class BKeys, class AVals, class BVals>
 struct single_merge {
   using key_type = value_of<AKeys>;
@@ -84,7 +82,7 @@ struct single_merge {
 
   LIBMERGE_HOST_DEVICE index_t size() const { return na + nb; }
   LIBMERGE_HOST_DEVICE merge_problem problem_at(index_t) const { return {0, na, 0, nb, 0}; }
-  // What the partition searches: both inputs read as the key type.
+  // The partition reads both inputs as the key type.
   LIBMERGE_HOST_DEVICE keys_as<key_type, AKeys> a_view(index_t i) const { return {a_keys + i}; }
   LIBMERGE_HOST_DEVICE keys_as<key_type, BKeys> b_view(index_t i) const { return {b_keys + i}; }
 };
@@ -94,19 +92,15 @@ struct single_merge {
 inline constexpr int partition_block = 128;
 
 // Up to the entry's warp_partitions_max partitions are found a warp each
-// (partition_kernel with Lanes 32): few partitions leave most of the GPU
-// idle, and each is then a chain of log2(n) dependent loads; a warp's 32
-// probes a round make it log32(n). Above it, a thread each (Lanes 1): the
-// chain is hidden by the number of threads, and the warps' 32 times as many
-// loads are not.
-// Partitions a block when each is found by a warp (1024 threads).
+// (log32(n) rounds instead of a chain of log2(n) loads), 32 to a block;
+// above, a thread each (docs/tuning.md).
 inline constexpr int partition_warps = 32;
 
 // How the partitions of a single problem are found: a warp or a thread each,
 // and in how many blocks. With the order check, neighbouring blocks share a
-// partition (each block's last is the next one's first), so that no thread
-// makes a second search to check its pair: that search doubled the kernel's
-// chain of dependent loads (2^20 keys: 40 instead of 20).
+// partition (each block's last is the next one's first), so no thread makes
+// a second search to check its pair: that doubled the chain of dependent
+// loads (2^20 keys: 40 instead of 20).
 struct partition_plan {
   bool warps;
   index_t blocks;  // also the bytes of out_of_order, when checked
@@ -122,10 +116,9 @@ inline partition_plan plan_partitions(index_t num_partitions, bool checked, cons
 template <int Lanes>
 inline constexpr int partitions_per_block = Lanes == 1 ? partition_block : partition_warps;
 
-// The partition at diagonal p * nv (clamped to the input) of a single
-// problem: how many elements of A precede it, found by Lanes threads, one
-// (merge_path) or a warp (warp_merge_path: every lane passes the same p and
-// all return the answer).
+// The partition at diagonal p * nv (clamped to the input): how many elements
+// of A precede it, found by one thread (merge_path) or a warp
+// (warp_merge_path: every lane passes the same p and all return the answer).
 template <bounds Bounds, int Lanes, class Geometry, class Comp>
 __device__ __forceinline__ index_t partition_at(const Geometry& g, index_t p, index_t nv, Comp& comp) {
   static_assert(Lanes == 1 || Lanes == 32, "a partition is found by a thread or by a whole warp");
@@ -139,16 +132,13 @@ __device__ __forceinline__ index_t partition_at(const Geometry& g, index_t p, in
   }
 }
 
-// mp[p] = partition_at(p) for p in [first, num_partitions), each found
-// by Lanes threads: one or a warp (for few partitions: plan_partitions). The
-// merge kernel's first tiles find their own ends (merge.cuh), so the merge
-// asks only for the partitions from `first` on. With `out_of_order` (sorted
-// search; first is 0 then), the block also checks that its partitions are
-// consistent, each to the next: A's and B's positions both non-decreasing.
-// They always are for sorted input and a strict weak order; when not,
-// out_of_order[block] = 1 (else 0), and the search writes defined outputs
-// instead of leaving positions no tile covers (the tiles' ranges overlap and
-// leave gaps then).
+// mp[p] = partition_at(p) for p in [first, num_partitions), by Lanes threads
+// each (plan_partitions); the merge kernel's first tiles find their own ends,
+// so the merge asks from `first` on. With `out_of_order` (sorted search; first
+// 0) the block also checks that A's and B's positions are non-decreasing from
+// each partition to the next. They always are for sorted input and a strict
+// weak order; when not, out_of_order[block] = 1 (else 0), and the search
+// writes defined outputs instead of leaving positions no tile covers.
 template <bounds Bounds, int Lanes, class Geometry, class Comp>
 __global__ void __launch_bounds__(partitions_per_block<Lanes> * Lanes)
     partition_kernel(Geometry g, index_t nv, index_t first, index_t num_partitions, index_t* mp, Comp comp,

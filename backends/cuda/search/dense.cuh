@@ -1,8 +1,6 @@
-// The dense sorted search's tile (sorted_search.cuh has the host side): the
-// tile's layout in shared memory, its loads with a halo element on each side,
-// the walk of the tile's merge that records bounds and matches instead of
-// keys, the coalesced stores of the results and the match counts, and
-// search_kernel.
+// The dense sorted search's tile (sorted_search.cuh has the host side): a
+// merge of the tile whose walk records bounds and matches instead of keys,
+// with a halo element on each side, and search_kernel.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -62,13 +60,11 @@ struct match_counters {
 
 // Shared memory of a search tile: slot 0 for A's halo (the element before the
 // tile's range of A), A's range, then B's range (aligned for its type) and
-// B's halo (the element after the range). Then, unless the results are kept
-// in the keys' slots (InKeys, results_in_key_slots), one int a tile
-// position holding the local bound, with the match flag in bit 31.
-// Ranges staged by bulk copies (Bulk) land at their sources' offsets in
-// 16-byte lines: A's from byte 16 (its halo before it), B's from the line
-// after A's last (its halo after it), which takes up to 64 bytes more; the
-// copies' barrier comes last.
+// B's halo (the element after it). Then, unless results are kept in the keys'
+// slots (InKeys), one int a tile position: the local bound, the match flag in
+// bit 31. Bulk-staged ranges (Bulk) land at their sources' offsets in 16-byte
+// lines: A's from byte 16, B's from the line after A's last (up to 64 bytes
+// more); the copies' barrier comes last.
 template <class TA, class TB, int NV, bool Bulk = false, bool InKeys = false>
 struct search_layout {
   static constexpr std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
@@ -82,26 +78,22 @@ struct search_layout {
 
 // Whether a search stages its tiles by bulk copies (bulk_load.cuh; kernels
 // for sm_90 and later do, the layout leaves room on every architecture): keys
-// of up to 8 bytes on both sides, read through plain pointers. The dense
-// search is bound by the SM's issue rate, and a staged tile issues no load
-// or shared store an element. H200, 2^24..2^28 keys, against tiles loaded
-// through registers: int32 0.86x-0.93x the time, int64 0.93x-1.00x (the
-// merge stages 4-byte keys only: its int64 kernel spilled, merge.cuh).
+// of up to 8 bytes on both sides through plain pointers. The dense search is
+// bound by the SM's issue rate, and a staged tile issues no load or shared
+// store an element (8-byte keys too; the merge's int64 kernel spilled).
+// H200, int32 2^24..2^28: 0.86x-0.93x the time (docs/cuda-sorted-search.md).
 template <class AIt, class BIt>
 inline constexpr bool search_bulk_of = sizeof(value_of<AIt>) <= 8 && sizeof(value_of<BIt>) <= 8 &&
                                        bulk_loadable<value_of<AIt>, AIt> && bulk_loadable<value_of<BIt>, BIt>;
 
 // Whether a tile keeps each element's result (an int) in the element's own
-// key slot once its walk has read the key: keys of one type of 4 bytes (one
-// type: an equality count then reads B's matching key for A's, and the
-// comparator sees the types it always sees). The tile's shared memory
-// halves, so more CTAs fit an SM and tiles can be longer
-// (tuning::search_line::vt_in_keys). H200, 2^28 int32 keys, both at 256x19:
-// 20 KB a CTA (6 an SM, the registers' limit) instead of 39 (5), lower
-// bounds 0.90x the time, index_match both ways 0.96x; 256x31 tiles then
-// took 0.79x and 0.85x. 8-byte keys lost (1.02x-1.08x the time where B
-// writes): their tiles were not limited by shared memory, and results 8
-// bytes apart are read with bank conflicts.
+// key slot once its walk has read the key: keys of one 4-byte type (one type:
+// an equality count then reads B's matching key for A's, and the comparator
+// sees the types it always sees). The tile's shared memory halves, so more
+// CTAs fit an SM and tiles can be longer (tuning::search_line::vt_in_keys).
+// 8-byte keys lost: not limited by shared memory, and their results are read
+// with bank conflicts.
+// H200, 2^28 int32 lower bounds: 0.90x the time at 256x19, 0.79x at 256x31 (docs/cuda-sorted-search.md).
 template <class TA, class TB>
 inline constexpr bool results_in_key_slots =
     std::is_same_v<TA, TB> && sizeof(TA) == sizeof(int) && alignof(TA) >= alignof(int);
@@ -299,10 +291,7 @@ struct bulk_search_loader {
 // of order (unsorted input) make the tile write no match and bound 0
 // instead. Keys are read only at in-range offsets; as[-1] stands in where A
 // has no element before. The walk is the CTA merge's (merge_walk,
-// cta_merge.cuh); what a step records is the search's. (Against the search's
-// own loop it replaced, H200, 181 benchmark rows: 0.988-1.025, index_match
-// on both sides 1.010-1.012 slower at 2^26 and 2^28, every other dense row
-// within 1%.) Results kept in the key slots (InKeys) overwrite a thread's
+// cta_merge.cuh). Results kept in the key slots (InKeys) overwrite a thread's
 // keys as it walks them: what it reads of its neighbours' (A's element
 // before its start, B's element at its end) it reads before the walks begin.
 template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, bool InKeys, class TA,

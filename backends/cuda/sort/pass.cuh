@@ -6,10 +6,10 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// The registers a merge-pass thread may use, as CTAs an SM: the threads the
-// entry budgets for the pass's ways, element and key sizes (launch_box.hpp
-// merge_sort_line); the passes are bound by loads in flight, so as many as
-// do not spill. Larger elements get no limit.
+// The registers a merge-pass thread may use, as CTAs an SM: the entry's
+// thread budget for the pass's ways, element and key sizes (merge_sort_line
+// pass_*; docs/tuning.md). Passes are bound by loads in flight, so as many
+// threads as do not spill; larger elements get no limit.
 template <class Box, int Ways, std::size_t KeyBytes, std::size_t ElementBytes>
 inline constexpr int pass_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
@@ -47,19 +47,17 @@ __device__ __forceinline__ piece_map<4> pieces_of(const tile_desc<4>& d) {
   return m;
 }
 
-// Whether a pass's tiles stage their pieces in shared memory by bulk copies
-// (bulk_load.cuh; kernels for sm_90 and later do, the layout leaves room on
-// every architecture): passes of keys up to 4 bytes without values, each
-// tile one copy a piece instead of a select, a load and a shared store an
-// element (load_pieces, load_tile), as the merge's and the dense search's
-// tiles do. The sort buffers are plain pointers, always loadable so. (H200,
-// int32 keys as users sort them: 2^28 9.68 against 9.85 ms, 2^27 4.69
-// against 4.82, reversed input 0.97x the time from 2^24; 2^24 random 1.00x.)
+// Whether a pass's tiles stage their pieces by bulk copies (bulk_load.cuh;
+// kernels for sm_90 and later do, the layout leaves room on every
+// architecture): keys up to 4 bytes without values, one copy a piece instead
+// of a select, a load and a shared store an element. The sort buffers are
+// plain pointers, always loadable so.
+// H200, 2^28 int32 keys: 9.68 against 9.85 ms (docs/cuda-merge-sort.md).
 template <class K, bool WithValues>
 inline constexpr bool staged_pass = !WithValues && sizeof(K) <= 4 && bulk_loadable<K, const K*>;
 
-// The shared memory of a pass tile (the same for 2-way and 4-way kernels of
-// a box: the launches size both from it).
+// The shared memory of a pass tile (the same for a box's 2-way and 4-way
+// kernels: the launches size both from it).
 template <class Box, class K, class V, bool WithValues>
 using pass_layout = merge_layout<K, V, WithValues, Box::nv, staged_pass<K, WithValues> ? 4 : 0>;
 
@@ -87,11 +85,10 @@ __device__ __forceinline__ unsigned long long warp_slice_prints(const K* keys, c
   return prints;
 }
 
-// A pass tile is three parts: a loader puts the tile's pieces of the runs
-// in shared memory and says how they lie there, the merge levels read them
-// (one level for two runs, two for four), and a storer writes the outputs.
-// Each load and store is a part of its own; a kernel picks them by where its
-// tiles come from (pass_parts), not by branches inside the tile.
+// A pass tile is three parts: a loader puts the tile's pieces in shared
+// memory and says how they lie, the merge levels read them (one level for two
+// runs, two for four), and a storer writes the outputs. A kernel picks its
+// parts at compile time (pass_parts), not by branches inside the tile.
 
 // How a loaded tile lies in shared memory. Two runs: tile[0, d.size[0])
 // and tile[b_at, ...). Four pieces side by side in the order 0 2 | 1 3
@@ -112,9 +109,8 @@ struct spaced_pieces {
 
 // Loaders: load<Box, Full, Layout>(buf, src, d, count, smem, tid).
 // Two runs through registers (load_tile). Keys only: a partial tile loads
-// direct (held in registers, its checked values made the 512x15 kernel
-// spill once the pass shape came from device memory; ptxas -v, sm_90).
-// Pairs spill the other way round.
+// direct (held in registers, its checked values spilled the 512x15 kernel);
+// pairs spill the other way round.
 struct register_pair_loader {
   template <class Box, bool Full, class Layout, class K, class V>
   static __device__ __forceinline__ two_runs<K> load(const sort_buffers<K, V>& buf, int src, const tile_desc<2>& d,
@@ -177,9 +173,8 @@ struct bulk_pieces_loader {
 
 // Level 1 of a 4-way tile, written back over the tile (from its base: a
 // staged tile's pieces, gaps and all, are read by then), each output's tile
-// offset to `sources`. (Level 1 of pairs keeps the clamped reads, two a
-// step: with one, every 4-way pairs kernel spilled 16 bytes at its 32
-// registers; ptxas, sm_90.)
+// offset to `sources`. (Pairs keep the clamped reads, two a step: with one,
+// every 4-way pairs kernel spilled at its 32 registers.)
 template <int VT, bool WithValues, class K, class Comp>
 __device__ __forceinline__ void level_one(const packed_pieces& p, K* keys, int count, int tid, K (&merged)[VT],
                                           int (&from)[VT], Comp& comp) {
@@ -247,10 +242,9 @@ __device__ __forceinline__ void merge_levels(const two_runs<K>& runs, const tile
 }
 
 // Storers: store<Box, Full, Ways>(merged, smem, out, count, tid, samples,
-// out_at), returning where the tile's outputs lie in order in shared memory
-// then (read by the permutation guard). The transpose: a warp of outputs at
-// a time through shared memory (store_warp_striped), 4-way passes keeping
-// every 32nd output as a run sample.
+// out_at), returning where the tile's outputs then lie in order in shared
+// memory (read by the permutation guard). The transpose: a warp of outputs at
+// a time (store_warp_striped), 4-way passes keeping every 32nd as a sample.
 struct transpose_storer {
   template <class Box, bool Full, int Ways, class Layout, class K>
   static __device__ __forceinline__ K* store(const K (&merged)[Box::vt], unsigned char* smem, K* out, int count,
@@ -264,8 +258,7 @@ struct transpose_storer {
     return keys;
   }
 };
-// Out as they came in: the outputs in order in shared memory, then a bulk
-// copy (bulk_store) instead of a transpose and a store a warp of outputs;
+// The outputs in order in shared memory, then one bulk copy (bulk_store);
 // the samples are read from there.
 struct bulk_storer {
   template <class Box, bool Full, int Ways, class Layout, class K>
@@ -301,16 +294,12 @@ struct pass_parts<Ways, true> {
 
 // One tile of a pass, described by d (in global or shared memory): loaded,
 // merged and stored by its parts (pass_parts). The output position is read
-// from the descriptor (in L1) only at the end: kept in registers through
-// both merge levels, it made the 4-way int32 kernel spill at its 64-register
-// budget (ptxas -v, sm_90). Returns the permutation guard's fingerprints
-// (state.cuh) of what this thread wrote (0 without the guard), for the
-// caller to add to the pass's sum (pass_add): a pointer to the sum passed in
-// stayed in two registers through the merge, and the 2-way int32 kernel
-// spilled at its 40. MayStage: the kernel merges one tile and its shared
-// memory is pass_layout's, so its tiles may be staged by bulk copies
-// (staged_pass; the one-kernel sort's tiles, many a CTA, are loaded through
-// registers).
+// from the descriptor (in L1) only at the end: held through both merge levels
+// it spilled the 4-way int32 kernel. Returns the permutation guard's
+// fingerprints (state.cuh) of what this thread wrote (0 without the guard)
+// for the caller to add (pass_add): a pointer to the sum passed in spilled the
+// 2-way int32 kernel. MayStage: the kernel merges one tile in pass_layout's
+// memory, so it may be staged (staged_pass; not the one-kernel sort's tiles).
 template <class Box, int Ways, bool Full, class K, class V, bool WithValues, bool Guard = false, bool MayStage = false,
           class Comp>
 __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d,
@@ -341,10 +330,8 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
       if (Full || j < count) out_vals[j] = vals[sources[j]];
     }
   }
-  // The permutation guard's fingerprints of what this thread's warp wrote,
-  // read back from its slice of the tile, which holds the warp's outputs in
-  // order after the store (taken from the registers before the store, they
-  // made the 4-way int32 kernel spill at its 32 registers).
+  // The guard's fingerprints, read back from the warp's slice of the tile
+  // (from the registers before the store they spilled the 4-way int32 kernel).
   if constexpr (Guard && guarded_v<K, V, WithValues>) {
     __syncwarp();
     return warp_slice_prints<Box::vt, WithValues>(written, vals, sources, Full ? Box::nv : count);
@@ -365,19 +352,17 @@ __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K)
   const int src = flags.source(pass);
   const int num_tiles = flags.shapes[pass].num_tiles;
   if (!work || tile >= num_tiles) return;
-  // Read in place, each field where it is used: a copy of the whole
-  // descriptor in registers made the 2-way pairs kernels spill (ptxas -v, sm_90).
+  // Read in place, each field where used: a copy in registers spilled the
+  // 2-way pairs kernels.
   const tile_desc<Ways>& d = descs[tile];
   const int count = count_of(d);
-  // Only 4-way passes sample their output (launch_merge_sort): the code is
-  // left out of the 2-way kernels.
+  // Only 4-way passes sample their output (launch_merge_sort).
   K* const sample_to = Ways == 4 ? samples : nullptr;
   const unsigned long long prints =
       count == Box::nv ? pass_tile<Box, Ways, true, K, V, WithValues, Guard, true>(buf, src, d, count, smem, comp, sample_to)
                        : pass_tile<Box, Ways, false, K, V, WithValues, Guard, true>(buf, src, d, count, smem, comp, sample_to);
-  // The permutation guard's sum of the pass, which the kernels after it
-  // compare with the input's (sort_flags::kept). (Compared here, by the
-  // pass's last CTA, the 4-way int32 kernel spilled at its 32 registers.)
+  // The guard's sum of the pass, compared with the input's by the kernels after
+  // it (sort_flags::kept; compared here, the 4-way int32 kernel spilled).
   if (Guard && guarded_v<K, V, WithValues> && flags.hashes != nullptr) pass_add(flags.pass_slots(pass), prints);
 }
 

@@ -59,10 +59,8 @@ __device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
 LIBMERGE_HOST_DEVICE inline index_t sample_stride(index_t width, index_t p) { return (2 * width + p - 1) / p + 1; }
 
 // A 4-way pass partitions on run samples when its runs start at multiples of
-// sample_every (every width from a block-sort tile of such a size; sorted runs
-// of other widths take the search over the runs) and its tiles hold 8
-// samples' worth or more (its tiles start at multiples of sample_every, so
-// a tile's diagonal is a whole number of samples).
+// sample_every (sorted runs of other widths search the runs) and its tiles,
+// which start at multiples of sample_every, hold 8 samples' worth or more.
 LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv) {
   return width % sample_every == 0 && nv % sample_every == 0 && nv >= 8 * sample_every;
 }
@@ -212,18 +210,15 @@ __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, co
     }
   }
   // Then along the merge to the tile's diagonal, `target` outputs (at most
-  // 4 (sample_every - 1) further for a strict weak order, in the sectors the
-  // window searches just read), so that tiles hold exactly nv outputs, as
-  // with group_split, and start at multiples of nv: full tiles and 32-aligned
-  // stores in the pass kernel (cuts anywhere near the samples' diagonals made
-  // tiles partial and their stores straddle segments: 9% more pass-kernel
-  // time at 2^28 int32 keys, H100). k outputs left: the key q = ceil(k / 4)
-  // into each run, and the first of those in the merge's order (ties: the
-  // earlier run) has at most 4 q - 4 < k keys before it, so its run's q keys
-  // are taken at once: a few rounds of four independent loads instead of k
-  // dependent steps (a serial merge took 0.08 ms of a 0.15 ms partition at
-  // 2^28, H100). Bounded, so that any comp ends; clamp_pieces then keeps the
-  // pieces within the tile.
+  // 4 (sample_every - 1) further for a strict weak order, in sectors just
+  // read), so tiles hold exactly nv outputs and start at multiples of nv: full
+  // tiles and 32-aligned stores in the pass kernel (H100, 2^28 int32: cuts near
+  // the samples' diagonals cost it 9%; docs/cuda-merge-sort.md). k outputs
+  // left: the key q = ceil(k / 4) into each run, and the first of those in the
+  // merge's order (ties: the earlier run) has at most 4 q - 4 < k keys before
+  // it, so its run's q keys are taken at once: rounds of four independent
+  // loads instead of k dependent steps. Bounded, so that any comp ends;
+  // clamp_pieces then keeps the pieces within the tile.
   index_t done = 0;
 #pragma unroll
   for (int r = 0; r < 4; ++r) done += cut.s[r];
@@ -271,9 +266,8 @@ __global__ void __launch_bounds__(partition_tiles + 1, 4)
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   // Was a pass before this one undone (the permutation guard, state.cuh)?
-  // Then this one merges nothing. (Once a block, as the buffer: every
-  // thread's own look at the passes' sums held the kernel at 64 registers
-  // instead of 40.)
+  // Then this one merges nothing. (Read once a block: every thread's own look
+  // held the kernel at 64 registers instead of 40.)
   if (threadIdx.x == 0) undone = flags.undone_before(pass);
   const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
   const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
