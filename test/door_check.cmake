@@ -1,5 +1,6 @@
 # Tests and benchmarks reach the backends' internals only through the door,
-# test/support/internals.cuh (and nccl_internals.cuh): no other file of test/
+# test/support/internals.cuh (and nccl_internals.cuh, and nccl_loopback.cuh,
+# the tests' transport built on the NCCL backend's parts): no other file of test/
 # or perf/ may name `cuda_backend::`, `nccl_backend::` or `omp_backend::`.
 # cmake -DSOURCE_DIR=<repo> -P door_check.cmake
 file(GLOB_RECURSE files
@@ -7,7 +8,7 @@ file(GLOB_RECURSE files
   "${SOURCE_DIR}/perf/*.cpp" "${SOURCE_DIR}/perf/*.hpp" "${SOURCE_DIR}/perf/*.cu" "${SOURCE_DIR}/perf/*.cuh")
 set(found "")
 foreach(f IN LISTS files)
-  if(f MATCHES "/test/support/(nccl_)?internals\\.cuh$")
+  if(f MATCHES "/test/support/(internals|nccl_internals|nccl_loopback)\\.cuh$")
     continue()
   endif()
   file(STRINGS "${f}" lines REGEX "(cuda|nccl|omp)_backend::")

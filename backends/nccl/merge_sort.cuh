@@ -39,6 +39,9 @@
 // algorithm and the failed rank (rethrow_naming for a rank's own).
 #pragma once
 
+#include <type_traits>
+#include <utility>
+
 #include "exchange.cuh"
 #include "headers.cuh"
 #include "local_sort.cuh"
@@ -68,12 +71,17 @@ struct phase_marker {
   }
 };
 
-// The fault a test set for `rank` through the loopback transport's hook
-// (loopback.cuh); none with any other transport.
+// The fault a transport's hook sets for `rank` (fault_for, where the
+// transport has one: the tests' loopback transport); none otherwise.
+template <class Transport, class = void>
+struct has_fault_hook : std::false_type {};
+template <class Transport>
+struct has_fault_hook<Transport, std::void_t<decltype(std::declval<const Transport&>().fault_for(0))>>
+    : std::true_type {};
 template <class Transport>
 fault_at injected_fault_of([[maybe_unused]] const Transport& t, [[maybe_unused]] int rank) {
-  if constexpr (std::is_same_v<Transport, loopback_transport>) {
-    return t.fail.rank == rank ? t.fail.at : fault_at::none;
+  if constexpr (has_fault_hook<Transport>::value) {
+    return t.fault_for(rank);
   } else {
     return fault_at::none;
   }

@@ -27,7 +27,6 @@
 #include "../../policies/nccl.hpp"
 #include "../cuda/backend.cuh"
 #include "splitters.cuh"
-#include "loopback.cuh"
 #include "transport.cuh"
 
 namespace libmerge::detail::nccl_backend {
@@ -131,8 +130,20 @@ inline wire_piece wire(long long a, long long b, std::size_t size, long long n) 
   return w;
 }
 
-// A fail point of the test hook (loopback.cuh's fault_at): where `set` is
-// `here`, the CUDA error of an allocation that failed. (A compare otherwise.)
+// A step at which a transport may have one rank fail as if its allocation
+// there had (a transport's optional fault_for(rank); the tests' loopback
+// transport has one), so that tests reach the failure paths after the
+// headers. sort_shards copies it into the rank's state.
+enum class fault_at {
+  none,
+  small,       // the protocol's buffers beside the headers' (prepare_rank)
+  big,         // the exchange's buffer: the runs and receive slots (sort_rank)
+  local_sort,  // the local sort's temporary storage (sort_rank)
+  merge,       // the last chunk's merge's temporary storage (merge_pieces)
+};
+
+// Where `set` is `here`, the CUDA error of an allocation that failed (a
+// compare otherwise).
 inline void fail_point(fault_at set, fault_at here, const char* algorithm) {
   if (set != fault_at::none && set == here) {
     throw cuda_error(cudaErrorMemoryAllocation, algorithm, "allocating temporary storage (a failure a test injected)");
@@ -173,7 +184,7 @@ struct rank_state {
   cudaStream_t stream = nullptr;
   shard_view<K, V> shard{};
   std::exception_ptr error;  // what failed on this rank (reported to the others)
-  fault_at fault = fault_at::none;  // the test hook's (loopback.cuh), else none
+  fault_at fault = fault_at::none;  // the transport's fault_for(rank), else none
   std::optional<cuda_backend::temporary_storage<cuda::pool_allocator>> small, big;
   header* header_send = nullptr;
   header* header_all = nullptr;

@@ -5,12 +5,13 @@
 //   nccl_transport      NCCL calls on the ranks' streams, grouped when this
 //                       process drives several ranks (one thread,
 //                       ncclCommInitAll), and the call's deadline (deadline.cuh).
-//   loopback_transport  (loopback.cuh) every rank in this process on one
-//                       device, the operations as device copies ordered by
-//                       events: the distributed steps tested on one GPU; not a
-//                       backend. Not across devices: its all-reduce kernel
-//                       reads the other ranks' pool allocations, which a kernel
-//                       on another device may not touch.
+//   loopback_transport  (the tests', test/support/nccl_loopback.cuh) every
+//                       rank in this process on one device, the operations
+//                       as device copies ordered by events: the distributed
+//                       steps tested on one GPU. Not across devices: its
+//                       all-reduce kernel reads the other ranks' pool
+//                       allocations, which a kernel on another device may
+//                       not touch. It may give a rank a fault (fault_for).
 //
 // The sort (merge_sort.cuh) is written against this interface only, and does
 // everything for local rank i on stream(i) with device(i) current.

@@ -5,6 +5,7 @@
 #include <libmerge/nccl.hpp>
 
 #include "internals.cuh"
+#include "nccl_loopback.cuh"
 
 namespace internals {
 
@@ -14,15 +15,15 @@ namespace nccl {
 namespace nb = libmerge::detail::nccl_backend;
 using nb::exchange_options;
 using nb::local_policy;
-using nb::loopback_transport;
+using internals::nccl_loopback::loopback_transport;
 using nb::nccl_transport;
 using nb::phase_marks;
 using nb::shard_view;
 using nb::sort_shards;
-// The loopback transport's test hook (`fail`): one rank fails at a step as
-// if its allocation there had, for the tests of failures after the headers.
+// The loopback transport's hook (`fail`): one rank fails at a step as if
+// its allocation there had, for the tests of failures after the headers.
 using nb::fault_at;
-using nb::injected_fault;
+using internals::nccl_loopback::injected_fault;
 // A rank's header as prepare_rank fills it for given types, and the check
 // every rank makes of all of them: the type mismatches that one process of
 // loopback ranks (one type for all) cannot pass.

@@ -1,7 +1,7 @@
 // The loopback transport: every rank of a sort across GPUs in this process,
-// on one device, behind the same four operations as transport.cuh's
-// nccl_transport (see the top of that file), so that the sort's distributed
-// steps run and are tested on one GPU.
+// on one device, behind the same operations as the product's nccl_transport
+// (backends/nccl/transport.cuh), so that the sort's distributed steps run and
+// are tested on one GPU, with a hook that makes one rank fail at a step.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,11 +9,16 @@
 #include <cstddef>
 #include <vector>
 
-#include "../cuda/error.hpp"
-#include "../cuda/launch.cuh"
-#include "transport.cuh"
+#include <libmerge/nccl.hpp>
 
-namespace libmerge::detail::nccl_backend {
+namespace internals::nccl_loopback {
+namespace nb = libmerge::detail::nccl_backend;
+using libmerge::index_t;
+using libmerge::detail::check_cuda;
+using nb::device_scope;
+using nb::member;
+using nb::pieces;
+using nb::swap_streams;
 
 template <int = 0>
 __global__ void add_u64(unsigned long long* to, const unsigned long long* from, std::size_t count) {
@@ -21,20 +26,11 @@ __global__ void add_u64(unsigned long long* to, const unsigned long long* from, 
   if (x < count) to[x] += from[x];
 }
 
-// A test hook (the one the sort has): a step at which one rank fails as if
-// its allocation there had, so that tests reach the failure paths after the
-// headers. sort_shards copies it into the rank's state; its fail points
-// (fail_point, state.cuh) throw the CUDA error a failed allocation throws.
-enum class fault_at {
-  none,
-  small,       // the protocol's buffers beside the headers' (prepare_rank)
-  big,         // the exchange's buffer: the runs and receive slots (sort_rank)
-  local_sort,  // the local sort's temporary storage (sort_rank)
-  merge,       // the last chunk's merge's temporary storage (merge_pieces)
-};
+// A step at which one rank fails as if its allocation there had, so that
+// tests reach the failure paths after the headers.
 struct injected_fault {
   int rank = -1;
-  fault_at at = fault_at::none;
+  nb::fault_at at = nb::fault_at::none;
 };
 
 // Every rank in this process (see the top of the file). Operations are
@@ -85,9 +81,9 @@ class loopback_transport {
       copy(recv[i], i, send[0], 0, count * sizeof(unsigned long long));
       scope.set(members_[i].device, algorithm_);
       for (std::size_t j = 1; j < members_.size(); ++j) {
-        cuda_backend::launch_with(nullptr, add_u64<>, static_cast<index_t>((count + 255) / 256), 256, 0,
-                                  members_[i].stream, algorithm_, "launch of add_u64", recv[i],
-                                  static_cast<const unsigned long long*>(send[j]), count);
+        libmerge::detail::cuda_backend::launch_with(nullptr, add_u64<>, static_cast<index_t>((count + 255) / 256),
+                                                    256, 0, members_[i].stream, algorithm_, "launch of add_u64",
+                                                    recv[i], static_cast<const unsigned long long*>(send[j]), count);
       }
     }
     barrier();
@@ -115,7 +111,10 @@ class loopback_transport {
 
   void abort_all() noexcept {}  // every rank is here: nobody is left waiting
 
-  injected_fault fail;  // test hook (above): none unless a test sets it
+  // The fault hook the sort asks a transport for (nccl_backend::fault_at):
+  // none unless a test sets `fail`.
+  injected_fault fail;
+  nb::fault_at fault_for(int rank) const { return fail.rank == rank ? fail.at : nb::fault_at::none; }
   template <class F>
   void grouped(F f) {
     f();
@@ -151,4 +150,4 @@ class loopback_transport {
   const char* algorithm_;
 };
 
-}  // namespace libmerge::detail::nccl_backend
+}  // namespace internals::nccl_loopback
