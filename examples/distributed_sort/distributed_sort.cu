@@ -23,12 +23,15 @@
 #include <mpi.h>
 #endif
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <libmerge/nccl.hpp>
@@ -82,6 +85,7 @@ struct report {
   long long n;
   int first, last;
   unsigned long long sum_before, sum_after, descents;
+  float ms;  // this rank's median sort
 };
 
 ncclUniqueId share_id(const launch::place& me, double timeout_s) {
@@ -101,10 +105,38 @@ ncclUniqueId share_id(const launch::place& me, double timeout_s) {
   return id;
 }
 
+// The communicator, made without blocking so that a rank that never comes
+// ends the wait at the timeout (a blocking ncclCommInitRank waits forever).
+ncclComm_t init_comm(const launch::place& me, const ncclUniqueId& id, double timeout_s) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm{};
+  const ncclResult_t r = ncclCommInitRankConfig(&comm, me.world, id, me.rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress) check(r, "ncclCommInitRankConfig");
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    check(ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+    if (state == ncclSuccess) return comm;
+    if (state != ncclInProgress) {
+      ncclCommAbort(comm);
+      check(state, "ncclCommInitRankConfig");
+    }
+    if (launch::detail::seconds_since(start) > timeout_s) {
+      ncclCommAbort(comm);
+      throw std::runtime_error("the communicator of " + std::to_string(me.world) + " ranks did not form within " +
+                               std::to_string(timeout_s) + " s: a rank missing?");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 struct options {
   int log2 = 24;
   std::uint64_t seed = 1;
   double timeout_s = 300;
+  int repeat = 1;             // sorts, each of fresh keys; the time printed is their median
+  int exit_before_sort = -1;  // this rank exits before its first sort (scripts/launch-check.sh's failure case)
 };
 
 options parse(int argc, char** argv) {
@@ -117,11 +149,18 @@ options parse(int argc, char** argv) {
       o.seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (a == "--timeout" && i + 1 < argc) {
       o.timeout_s = std::atof(argv[++i]);
+    } else if (a == "--repeat" && i + 1 < argc) {
+      o.repeat = std::atoi(argv[++i]);
+    } else if (a == "--exit-before-sort" && i + 1 < argc) {
+      o.exit_before_sort = std::atoi(argv[++i]);
     } else {
-      throw std::invalid_argument("unknown option " + a + " (--log2 N, --seed S, --timeout T)");
+      throw std::invalid_argument("unknown option " + a +
+                                  " (--log2 N, --seed S, --timeout T, --repeat R, --exit-before-sort RANK)");
     }
   }
-  if (o.log2 < 0 || o.log2 > 40 || o.timeout_s <= 0) throw std::invalid_argument("--log2 in [0, 40], --timeout > 0");
+  if (o.log2 < 0 || o.log2 > 40 || o.timeout_s <= 0 || o.repeat < 1) {
+    throw std::invalid_argument("--log2 in [0, 40], --timeout > 0, --repeat >= 1");
+  }
   return o;
 }
 
@@ -147,57 +186,76 @@ std::string verify(const std::vector<report>& all, long long total, const std::v
   return {};
 }
 
-int run(const options& o, const launch::place& me) {
-  int devices = 0;
-  check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
-  if (devices == 0) throw std::runtime_error("no GPU");
-  check(cudaSetDevice(me.local_rank % devices), "cudaSetDevice");
-  const ncclUniqueId id = share_id(me, o.timeout_s);
-  ncclComm_t comm{};
-  check(ncclCommInitRank(&comm, me.world, id, me.rank), "ncclCommInitRank");
-  cudaStream_t stream{};
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-
-  const long long total = 1ll << o.log2;
-  std::vector<long long> counts(static_cast<std::size_t>(me.world));
-  long long first = 0;
-  for (int r = 0; r < me.world; ++r) {
-    counts[static_cast<std::size_t>(r)] = total / me.world + (r < total % me.world ? 1 : 0);
-    if (r < me.rank) first += counts[static_cast<std::size_t>(r)];
-  }
-  const long long n = counts[static_cast<std::size_t>(me.rank)];
+// This rank's shard: its keys and values on the GPU, where they start in the
+// global order, and the scratch of its tallies.
+struct shard {
   int* keys = nullptr;
   long long* vals = nullptr;
   unsigned long long* tallies = nullptr;  // before: sum, descents; after: sum, descents
-  check(cudaMalloc(&keys, sizeof(int) * static_cast<std::size_t>(n > 0 ? n : 1)), "cudaMalloc");
-  check(cudaMalloc(&vals, sizeof(long long) * static_cast<std::size_t>(n > 0 ? n : 1)), "cudaMalloc");
-  check(cudaMalloc(&tallies, 4 * sizeof(unsigned long long)), "cudaMalloc");
-  check(cudaMemsetAsync(tallies, 0, 4 * sizeof(unsigned long long), stream), "cudaMemsetAsync");
-  make_shard<<<1024, 256, 0, stream>>>(keys, vals, first, n, o.seed);
-  tally<<<1024, 256, 0, stream>>>(keys, vals, n, tallies);
+  long long n = 0, first = 0;
+  std::vector<long long> counts;
+  ~shard() {
+    cudaFree(tallies);
+    cudaFree(vals);
+    cudaFree(keys);
+  }
+};
 
+void allocate(shard& sh, const launch::place& me, long long total) {
+  sh.counts.resize(static_cast<std::size_t>(me.world));
+  for (int r = 0; r < me.world; ++r) {
+    sh.counts[static_cast<std::size_t>(r)] = total / me.world + (r < total % me.world ? 1 : 0);
+    if (r < me.rank) sh.first += sh.counts[static_cast<std::size_t>(r)];
+  }
+  sh.n = sh.counts[static_cast<std::size_t>(me.rank)];
+  const std::size_t slots = static_cast<std::size_t>(sh.n > 0 ? sh.n : 1);
+  check(cudaMalloc(&sh.keys, sizeof(int) * slots), "cudaMalloc");
+  check(cudaMalloc(&sh.vals, sizeof(long long) * slots), "cudaMalloc");
+  check(cudaMalloc(&sh.tallies, 4 * sizeof(unsigned long long)), "cudaMalloc");
+}
+
+// `repeat` sorts, each of fresh keys; returns the median time of a sort on
+// this rank (ms), the tallies of the last one before and after it taken.
+float sort_timed(const options& o, const launch::place& me, ncclComm_t comm, cudaStream_t stream, shard& sh) {
   cudaEvent_t start{}, stop{};
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
-  check(cudaEventRecord(start, stream), "cudaEventRecord");
-  lm::merge_sort_by_key(lm::nccl::par(comm, stream).timeout(o.timeout_s), keys, keys + n, vals);
-  check(cudaEventRecord(stop, stream), "cudaEventRecord");
-  tally<<<1024, 256, 0, stream>>>(keys, vals, n, tallies + 2);
+  std::vector<float> times;
+  for (int i = 0; i < o.repeat; ++i) {
+    make_shard<<<1024, 256, 0, stream>>>(sh.keys, sh.vals, sh.first, sh.n, o.seed + static_cast<std::uint64_t>(i));
+    check(cudaMemsetAsync(sh.tallies, 0, 4 * sizeof(unsigned long long), stream), "cudaMemsetAsync");
+    tally<<<1024, 256, 0, stream>>>(sh.keys, sh.vals, sh.n, sh.tallies);
+    if (me.rank == o.exit_before_sort) std::exit(3);
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    lm::merge_sort_by_key(lm::nccl::par(comm, stream).timeout(o.timeout_s), sh.keys, sh.keys + sh.n, sh.vals);
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    tally<<<1024, 256, 0, stream>>>(sh.keys, sh.vals, sh.n, sh.tallies + 2);
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
 
-  // Each rank's report, gathered on every rank.
-  report mine{n, 0, 0, 0, 0, 0};
+// Every rank's report, on every rank.
+std::vector<report> gather_reports(const launch::place& me, ncclComm_t comm, cudaStream_t stream, const shard& sh,
+                                   float ms) {
+  report mine{sh.n, 0, 0, 0, 0, 0, ms};
   unsigned long long h[4];
-  check(cudaMemcpyAsync(h, tallies, sizeof h, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-  if (n > 0) {
-    check(cudaMemcpyAsync(&mine.first, keys, sizeof(int), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
-    check(cudaMemcpyAsync(&mine.last, keys + n - 1, sizeof(int), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+  check(cudaMemcpyAsync(h, sh.tallies, sizeof h, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+  if (sh.n > 0) {
+    check(cudaMemcpyAsync(&mine.first, sh.keys, sizeof(int), cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(&mine.last, sh.keys + sh.n - 1, sizeof(int), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync");
   }
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   mine.sum_before = h[0];
   mine.sum_after = h[2];
   mine.descents = h[3];
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
   report* d_all = nullptr;
   check(cudaMalloc(&d_all, sizeof(report) * static_cast<std::size_t>(me.world + 1)), "cudaMalloc");
   check(cudaMemcpy(d_all + me.world, &mine, sizeof mine, cudaMemcpyHostToDevice), "cudaMemcpy");
@@ -206,15 +264,33 @@ int run(const options& o, const launch::place& me) {
   check(cudaMemcpyAsync(all.data(), d_all, sizeof(report) * all.size(), cudaMemcpyDeviceToHost, stream),
         "cudaMemcpyAsync");
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  const std::string problem = verify(all, total, counts);
-  if (me.rank == 0 || !problem.empty()) {
-    std::printf("rank %d of %d (%s): 2^%d int32 keys with int64 values, sort %.3f ms on this rank: %s\n", me.rank,
-                me.world, me.launcher.c_str(), o.log2, ms, problem.empty() ? "verified" : problem.c_str());
-  }
   cudaFree(d_all);
-  cudaFree(tallies);
-  cudaFree(vals);
-  cudaFree(keys);
+  return all;
+}
+
+int run(const options& o, const launch::place& me) {
+  int devices = 0;
+  check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  if (devices == 0) throw std::runtime_error("no GPU");
+  check(cudaSetDevice(me.local_rank % devices), "cudaSetDevice");
+  const ncclUniqueId id = share_id(me, o.timeout_s);
+  ncclComm_t comm = init_comm(me, id, o.timeout_s);
+  cudaStream_t stream{};
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  const long long total = 1ll << o.log2;
+  shard sh;
+  allocate(sh, me, total);
+  const float ms = sort_timed(o, me, comm, stream, sh);
+  const std::vector<report> all = gather_reports(me, comm, stream, sh, ms);
+  const std::string problem = verify(all, total, sh.counts);
+  float slowest = 0;
+  for (const report& r : all) slowest = std::max(slowest, r.ms);
+  if (me.rank == 0 || !problem.empty()) {
+    std::printf("rank %d of %d (%s): 2^%d int32 keys with int64 values, %d sort(s), median %.3f ms on the slowest "
+                "rank: %s\n",
+                me.rank, me.world, me.launcher.c_str(), o.log2, o.repeat, slowest,
+                problem.empty() ? "verified" : problem.c_str());
+  }
   ncclCommDestroy(comm);
   return problem.empty() ? 0 : 1;
 }
