@@ -209,9 +209,12 @@ struct search_line {
   int sparse_ratio;
   int quaternary_below;
   // Numbers in their natural order: binary down to a window of
-  // interpolate_from times the needles' spacing, then probes where
-  // interpolation puts the needle, a 64-byte block at a time (0: never).
+  // interpolate_from times the needles' spacing, then up to
+  // interpolation_probes probes where interpolation puts the needle, a
+  // 64-byte block at a time (0: never), then binary again (the probes bound
+  // what skewed keys can waste).
   int interpolate_from;
+  int interpolation_probes;
   // A haystack under 2^small_hay_log2_bytes is searched 4-ary per needle
   // from small_sparse_ratio on (there a search costs its chain of dependent
   // loads more than its DRAM blocks); below 2^small_needles_log2 needles,
@@ -319,6 +322,7 @@ constexpr architecture sm_90() {
   q.sparse_ratio = 12;  // H100: the merge-path search ahead at |A| = |B| / 8
   q.quaternary_below = 64;
   q.interpolate_from = 8;
+  q.interpolation_probes = 3;  // as good as 4 on uniform keys (simulated: docs/cuda-sorted-search.md)
   q.small_hay_log2_bytes = 25;  // 32 MiB: 2^23 int32 keys
   q.small_sparse_ratio = 4;  // H200, 2^24 keys at |B| / 4: 4-ary 0.0374 ms, dense 0.0425
   q.small_needles_log2 = 20;  // H200, 2^15 int32 each: 4-ary 0.0048 ms, dense 0.0107

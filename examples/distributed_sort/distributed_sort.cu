@@ -20,6 +20,8 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 #if LIBMERGE_EXAMPLE_MPI
+#define OMPI_SKIP_MPICXX 1  // the C API only: Open MPI's C++ bindings do not build with -Wextra -Werror
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 #endif
 

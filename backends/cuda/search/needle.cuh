@@ -16,10 +16,6 @@ namespace libmerge::detail::cuda_backend {
 template <class Comp, class Needle, class Hay>
 inline constexpr bool interpolable_v = orders_numbers_v<Comp, Needle> && is_number_v<Hay>;
 
-// Probes of the interpolation phase before the search falls back to binary:
-// three do as well as four on uniform keys (simulated, docs/cuda-sorted-search.md)
-// and bound what skewed keys can waste.
-inline constexpr int interpolation_probes = 3;
 
 // b - a as a float, for a guess: integers are subtracted in their common type
 // made unsigned (no overflow; int64 keys near 2^62 that differ by 1 give 1),
@@ -72,7 +68,7 @@ __device__ __forceinline__ Index interpolation_bound(Hay hay, Index nh, const T&
     }
   }
   if (lo > 0 && hi < nh) {
-    for (int probe = 0; probe < interpolation_probes && lo < hi; ++probe) {
+    for (int probe = 0; probe < tuning::here.search.interpolation_probes && lo < hi; ++probe) {
       // x lies between the keys at lo - 1 and hi: f of the way (a float is
       // exact enough for a guess). f is 0 or 1 where x equals an end's key
       // (its run may go on past the guess), and NaN (unordered keys, a span
