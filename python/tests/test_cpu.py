@@ -1,5 +1,7 @@
 """libmerge's Python functions on NumPy arrays, against NumPy's own (the reference)."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -250,3 +252,20 @@ if given is not None:
                       elements=st.floats(allow_nan=True, allow_infinity=True, width=32)), st.booleans())
     def test_property_sort(a, descending):
         np.testing.assert_array_equal(lm.argsort(a, descending=descending), stable_order(a, descending))
+
+
+@pytest.mark.skipif(os.environ.get("LIBMERGE_BIG_TESTS") != "1",
+                    reason="4 GB of arrays: set LIBMERGE_BIG_TESTS=1")
+def test_beyond_2_31_elements():
+    n = (1 << 30) + 5
+    a = np.zeros(n, dtype=np.int8)
+    a[n // 2:] = 2
+    b = np.ones(n, dtype=np.int8)
+    b[-3:] = 3
+    out = lm.merge(a, b)
+    assert out.shape[0] == 2 * n > 2**31
+    counts = np.bincount(out.view(np.uint8), minlength=4)
+    np.testing.assert_array_equal(counts, [n // 2, n - 3, n - n // 2, 3])
+    assert (np.diff(out.view(np.uint8)[:: 1 << 16]) >= 0).all() and (out[-3:] == 3).all()
+    v = np.array([1, 2, 3], dtype=np.int8)
+    np.testing.assert_array_equal(lm.searchsorted(out, v), [n // 2, n // 2 + n - 3, 2 * n - 3])
