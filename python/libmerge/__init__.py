@@ -153,7 +153,7 @@ def _merge_positions(a, b, descending, checked, names, function, positions):
     out = np.empty(a.shape[0] + b.shape[0], dtype=a.dtype)
     pos = np.empty(out.shape[0], dtype=np.int64) if positions else None
     _cpu.merge(tag, bool(descending), _raw(a), _raw(b), _raw(out), pos)
-    return out, pos, a.shape[0]
+    return out, pos
 
 
 def merge(a, b, *, descending=False, checked=False):
@@ -163,15 +163,16 @@ def merge(a, b, *, descending=False, checked=False):
 
 def merge_by_key(a_keys, b_keys, a_values, b_values, *, descending=False, checked=False):
     """(merged keys, values in the same order), as ``merge`` of the keys."""
+    a_keys, b_keys = _array(a_keys, "a_keys"), _array(b_keys, "b_keys")
     a_values, b_values = np.asarray(a_values), np.asarray(b_values)
-    keys, pos, n_a = _merge_positions(a_keys, b_keys, descending, checked, ("a_keys", "b_keys"), "merge_by_key", True)
-    _same_length(keys[:n_a], a_values, "a_keys", "a_values")
-    _same_length(keys[n_a:], b_values, "b_keys", "b_values")
+    _same_length(a_keys, a_values, "a_keys", "a_values")
+    _same_length(b_keys, b_values, "b_keys", "b_values")
+    keys, pos = _merge_positions(a_keys, b_keys, descending, checked, ("a_keys", "b_keys"), "merge_by_key", True)
     return keys, np.concatenate([a_values, b_values])[pos]
 
 
-def _multiway_positions(arrays, descending, checked, function, positions):
-    names = [f"arrays[{i}]" for i in range(len(arrays))]
+def _multiway_positions(arrays, descending, checked, function, positions, name="arrays"):
+    names = [f"{name}[{i}]" for i in range(len(arrays))]
     arrays = _common([_array(a, n) for a, n in zip(arrays, names)], names)
     if not arrays:
         raise ValueError(f"libmerge.{function}: no arrays to merge (the output's dtype is unknown)")
@@ -192,12 +193,13 @@ def multiway_merge(arrays, *, descending=False, checked=False):
 
 def multiway_merge_by_key(keys, values, *, descending=False, checked=False):
     """(merged keys, values in the same order): keys and values are sequences of k arrays each."""
-    keys, values = list(keys), [np.asarray(v) for v in values]
+    keys = [_array(k, f"keys[{i}]") for i, k in enumerate(keys)]
+    values = [np.asarray(v) for v in values]
     if len(keys) != len(values):
         raise ValueError(f"libmerge.multiway_merge_by_key: {len(keys)} key arrays, {len(values)} value arrays")
-    out, pos = _multiway_positions(keys, descending, checked, "multiway_merge_by_key", True)
     for i, (k, v) in enumerate(zip(keys, values)):
-        _same_length(np.asarray(k), v, f"keys[{i}]", f"values[{i}]")
+        _same_length(k, v, f"keys[{i}]", f"values[{i}]")
+    out, pos = _multiway_positions(keys, descending, checked, "multiway_merge_by_key", True, name="keys")
     return out, np.concatenate(values)[pos]
 
 

@@ -220,6 +220,12 @@ def test_bad_input_raises_naming_the_argument():
         lm.searchsorted(np.array([2, 1]), [1], checked=True)
     with pytest.raises(ValueError, match="values has 2 rows, keys 3"):
         lm.sort_by_key(np.arange(3), np.arange(2))
+    with pytest.raises(ValueError, match="a_values has 2 rows, a_keys 3"):
+        lm.merge_by_key(np.arange(3), np.arange(2), np.arange(2), np.arange(2))
+    with pytest.raises(ValueError, match=r"values\[1\] has 1 rows, keys\[1\] 2"):
+        lm.multiway_merge_by_key([np.arange(1), np.arange(2)], [np.arange(1), np.arange(1)])
+    with pytest.raises(ValueError, match=r"keys\[1\] is not sorted"):
+        lm.multiway_merge_by_key([np.arange(1), np.array([2, 1])], [np.arange(1), np.arange(2)], checked=True)
     with pytest.raises(ValueError, match="side must be"):
         lm.searchsorted(np.arange(3), [1], side="middle")
     with pytest.raises(ValueError, match="no arrays to merge"):
