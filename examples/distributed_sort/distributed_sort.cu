@@ -115,7 +115,7 @@ ncclComm_t init_comm(const launch::place& me, const ncclUniqueId& id, double tim
   ncclComm_t comm{};
   const ncclResult_t r = ncclCommInitRankConfig(&comm, me.world, id, me.rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) check(r, "ncclCommInitRankConfig");
-  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = launch::detail::deadline_after(timeout_s);
   for (;;) {
     ncclResult_t state = ncclSuccess;
     check(ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError");
@@ -124,7 +124,7 @@ ncclComm_t init_comm(const launch::place& me, const ncclUniqueId& id, double tim
       ncclCommAbort(comm);
       check(state, "ncclCommInitRankConfig");
     }
-    if (launch::detail::seconds_since(start) > timeout_s) {
+    if (launch::detail::passed(deadline)) {
       ncclCommAbort(comm);
       throw std::runtime_error("the communicator of " + std::to_string(me.world) + " ranks did not form within " +
                                std::to_string(timeout_s) + " s: a rank missing?");

@@ -57,8 +57,14 @@ inline int env_int(const char* name, const char* launcher) {
   return static_cast<int>(x);
 }
 
-inline double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+// The moment timeout_s seconds from now.
+inline std::chrono::steady_clock::time_point deadline_after(double timeout_s) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+}
+
+inline bool passed(std::chrono::steady_clock::time_point deadline) {
+  return std::chrono::steady_clock::now() > deadline;
 }
 
 }  // namespace detail
@@ -221,9 +227,7 @@ inline std::string missing_ranks(const std::vector<bool>& seen) {
 // bytes, and returns once every rank of [1, world) has had them.
 inline void serve_tcp(const place& me, const rendezvous& at, const std::vector<unsigned char>& bytes,
                       double timeout_s) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    std::chrono::duration<double>(timeout_s));
+  const auto deadline = deadline_after(timeout_s);
   socket_fd listener(::socket(AF_INET, SOCK_STREAM, 0));
   if (listener.get() < 0) throw std::runtime_error(std::string("launch: socket: ") + std::strerror(errno));
   const int one = 1;
@@ -271,9 +275,7 @@ inline void serve_tcp(const place& me, const rendezvous& at, const std::vector<u
 // Another rank over TCP: connects (again and again: rank 0 may start later),
 // says hello, reads the bytes.
 inline std::vector<unsigned char> fetch_tcp(const place& me, const rendezvous& at, double timeout_s) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(timeout_s));
+  const auto deadline = deadline_after(timeout_s);
   addrinfo hints{};
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
@@ -313,8 +315,7 @@ inline bool file_exists(const std::string& path) {
 // path.<rank> behind; rank 0 waits for them all, then removes every file.
 inline std::vector<unsigned char> share_file(const place& me, const rendezvous& at,
                                              const std::vector<unsigned char>& bytes, double timeout_s) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto late = [&] { return detail::seconds_since(start) > timeout_s; };
+  const auto deadline = deadline_after(timeout_s);
   if (me.rank == 0) {
     for (int r = 1; r < me.world; ++r) std::remove((at.path + "." + std::to_string(r)).c_str());  // an old job's
     const std::string tmp = at.path + ".tmp";
@@ -335,7 +336,7 @@ inline std::vector<unsigned char> share_file(const place& me, const rendezvous& 
         }
       }
       if (left == 0) break;
-      if (late()) {
+      if (passed(deadline)) {
         std::remove(at.path.c_str());
         throw std::runtime_error("launch: rank 0 waited " + std::to_string(timeout_s) + " s at " + at.path +
                                  " for ranks " + missing_ranks(seen) + " of " + std::to_string(me.world) +
@@ -354,7 +355,7 @@ inline std::vector<unsigned char> share_file(const place& me, const rendezvous& 
       std::ofstream(at.path + "." + std::to_string(me.rank)).put('1');
       return got;
     }
-    if (late()) {
+    if (passed(deadline)) {
       throw std::runtime_error("launch: rank " + std::to_string(me.rank) + " found no rank 0's file " + at.path +
                                " within " + std::to_string(timeout_s) + " s");
     }
