@@ -5,6 +5,7 @@
 #include "error.hpp"
 #include "merge.cuh"
 #include "merge_sort.cuh"
+#include "multiway.cuh"
 #include "sort/runs.cuh"
 #include "precondition.cuh"
 #include "sorted_search.cuh"

@@ -80,14 +80,23 @@ struct piece_map {
   }
 };
 
+// Tile slot j of a 4-way tile read from one buffer: src[j + delta] (piece_map).
+template <int Ways, class T>
+struct mapped_reader {
+  const T* src;
+  piece_map<Ways> pieces;
+  __device__ __forceinline__ T operator()(int j) const { return src[pieces(j) + j]; }
+};
+
 // load_tile for a 4-way merge-sort tile: its pieces side by side in dst[0,
-// count) as `pieces` maps them. The source offset is picked with selects (a
-// ternary of loads compiled to a branch an element), and the loads go out
-// pieces_in_flight at a time: at the pass kernels' 32 registers all of a
-// tile's loads at once spill (docs/tuning.md).
+// count), slot j read by read(j) (mapped_reader; the k-way merge's
+// runs_reader). The source is picked with selects (a ternary of loads
+// compiled to a branch an element), and the loads go out pieces_in_flight at
+// a time: at the pass kernels' 32 registers all of a tile's loads at once
+// spill (docs/tuning.md).
 // Hand-written: cub::LoadDirectStriped over a four-run sequence took 1.06x, H100.
-template <int NT, int VT, bool Full, int Ways, class T>
-__device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>& pieces, int count, T* dst, int tid) {
+template <int NT, int VT, bool Full, class T, class Read>
+__device__ __forceinline__ void load_pieces(const Read& read, int count, T* dst, int tid) {
   constexpr int in_flight = tuning::here.sort.pieces_in_flight;
   constexpr int group = in_flight < VT ? in_flight : VT;
 #pragma unroll
@@ -96,7 +105,7 @@ __device__ __forceinline__ void load_pieces(const T* src, const piece_map<Ways>&
 #pragma unroll
     for (int i = 0; i < group; ++i) {
       const int j = NT * (first + i) + tid;
-      if (first + i < VT && (Full || j < count)) x[i] = src[pieces(j) + j];
+      if (first + i < VT && (Full || j < count)) x[i] = read(j);
     }
 #pragma unroll
     for (int i = 0; i < group; ++i) {

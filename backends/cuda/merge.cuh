@@ -364,76 +364,6 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
   }
 }
 
-// lm::multiway_merge on the GPU, for now a tree of 2-way merges: each level
-// merges neighbouring runs (the lower as A: stable), an odd one passed on by a
-// merge with nothing, alternating between two scratch buffers so that the last
-// level writes the output. log2(K) passes; one k-way pass is the plan
-// (docs/architecture.md, Next).
-template <class It, bool = has_values<It>>
-struct run_value {
-  using type = unsigned char;  // keys only: no value is stored
-};
-template <class It>
-struct run_value<It, true> {
-  using type = value_of<It>;
-};
-
-template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
-void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t total, KeysOut keys_out,
-                    ValsOut vals_out, Comp comp) {
-  constexpr bool with_values = has_values<ValsOut>;
-  const char* algorithm = with_values ? "multiway_merge_by_key" : "multiway_merge";
-  const cudaStream_t stream = policy.stream();
-  const device_info& dev = current_device(algorithm, stream);
-  // Checked as merge checks its arguments, under the caller's names.
-  check_runs_disjoint(algorithm, runs, total, keys_out, vals_out, [&](const char* name, auto it, index_t n) {
-    return range_of(name, to_device(it, n, dev, algorithm, name), n);
-  });
-  using K = value_of<decltype(runs[0].first)>;
-  using V = typename run_value<decltype(runs[0].vals)>::type;
-  const auto vals = [](const auto& run) {
-    if constexpr (with_values) {
-      return run.vals;
-    } else {
-      return no_values{};
-    }
-  };
-  int levels = 0;
-  while ((std::size_t(1) << levels) < runs.size()) ++levels;
-  // Level l (from 1) writes buffer (levels - l - 1) % 2, the last the output.
-  const std::size_t key_bytes = align_up(sizeof(K) * static_cast<std::size_t>(total), 256);
-  const std::size_t bytes = key_bytes + (with_values ? align_up(sizeof(V) * static_cast<std::size_t>(total), 256) : 0);
-  std::optional<temporary_storage<typename Policy::allocator_type>> temp;
-  if (levels >= 2) temp.emplace(policy.allocator(), stream, (levels >= 3 ? 2 : 1) * bytes, algorithm);
-  auto merge_level = [&](const auto& from, int l) {
-    std::vector<sorted_run<K*, V*>> next;
-    index_t out = 0;
-    for (std::size_t i = 0; i < from.size(); i += 2) {
-      const auto& a = from[i];
-      const auto& b = from[i + 1 < from.size() ? i + 1 : i];
-      const index_t nb = i + 1 < from.size() ? b.n : 0;
-      if (l >= levels) {  // (levels == 0: one run, copied by a merge with nothing)
-        merge(policy, a.first, a.n, b.first, nb, vals(a), vals(b), keys_out, vals_out, comp);
-      } else {
-        unsigned char* to = temp->template as<unsigned char>() + ((levels - l - 1) % 2) * bytes;
-        K* k_to = reinterpret_cast<K*>(to) + out;
-        V* v_to = nullptr;  // (keys only: no value buffer)
-        if constexpr (with_values) {
-          v_to = reinterpret_cast<V*>(to + key_bytes) + out;
-          merge(policy, a.first, a.n, b.first, nb, vals(a), vals(b), k_to, v_to, comp);
-        } else {
-          merge(policy, a.first, a.n, b.first, nb, vals(a), vals(b), k_to, no_values{}, comp);
-        }
-        next.push_back({k_to, a.n + nb, v_to});
-      }
-      out += a.n + nb;
-    }
-    return next;
-  };
-  auto level = merge_level(runs, 1);
-  for (int l = 2; l <= levels; ++l) level = merge_level(level, l);
-}
-
 }  // namespace libmerge::detail::cuda_backend
 
 namespace libmerge::detail {
@@ -445,16 +375,6 @@ struct backend_impl<algo::merge, backend::cuda> {
   template <class Policy, class... Args>
   static void run(const Policy& policy, Args... args) {
     cuda_backend::merge(policy, args...);
-  }
-};
-
-template <>
-struct backend_impl<algo::multiway_merge, backend::cuda> {
-  static constexpr bool available = true;
-
-  template <class Policy, class... Args>
-  static void run(const Policy& policy, Args... args) {
-    cuda_backend::multiway_merge(policy, args...);
   }
 };
 

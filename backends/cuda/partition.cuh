@@ -10,10 +10,10 @@
 //                  consecutive tiles start in a group of 2 or 4 runs, and each
 //                  tile ends where the next starts; the sort's passes
 //                  (sort/pass_partition.cuh: pass_partition_kernel) and the
-//                  4-way merge of pieces (sort/runs.cuh:
-//                  pieces_partition_kernel).
+//                  k-way merge's 4-way passes (multiway.cuh:
+//                  runs_partition_kernel).
 //   sample form    a thread a pair sample (sort/pass_partition.cuh:
-//                  sample_half; pair_sample_kernel, pieces_sample_kernel), so
+//                  sample_half; pair_sample_kernel, runs_sample_kernel), so
 //                  that the tile form's 4-way searches start inside one tile.
 //   in-kernel      a CTA finding its own tile's two ends with a warp each
 //                  (warp_merge_path): the one-kernel sort (sort/one_kernel.cuh),

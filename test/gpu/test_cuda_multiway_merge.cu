@@ -1,6 +1,7 @@
 // lm::multiway_merge and multiway_merge_by_key on the CUDA backend against
 // lm::serial (the oracle, itself checked against std::stable_sort in
-// test/cpu/test_multiway_merge.cpp): K = 1, 2, 3, 8, 9 and 1000, empty
+// test/cpu/test_multiway_merge.cpp): K = 1 to 5, 8, 9, 16, 64 and 1000 (one
+// 4-way pass up to 4 ranges, levels of them above), empty
 // ranges among them, random, few-distinct and all-equal keys, lm::less and
 // lm::greater, int32 and int64 keys, values that tag each element with its
 // range and position (stability shows), ranges given as device pointers and
@@ -16,6 +17,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <thrust/iterator/counting_iterator.h>
 
 #include "cuda_test_support.cuh"
 #include "test_support.hpp"
@@ -83,11 +86,11 @@ void check_case(const std::vector<std::vector<T>>& runs, Comp comp, const std::s
 
 BOOST_AUTO_TEST_CASE(k_way_merges_match_the_serial_backend) {
   std::mt19937_64 g(5);
-  for (int k : {1, 2, 3, 8, 9, 1000}) {
+  for (int k : {1, 2, 3, 4, 5, 8, 9, 16, 64, 1000}) {
     for (int shape = 0; shape < 4; ++shape) {
       const std::uint64_t span = shape % 2 == 0 ? (1ull << 40) : (shape == 1 ? 7 : 1);
       const bool greater = shape == 2;
-      const int max_len = k >= 1000 ? 3000 : 300000;
+      const int max_len = k >= 1000 ? 3000 : (k >= 16 ? 60000 : 300000);
       const std::string what = "K=" + std::to_string(k) + " shape " + std::to_string(shape);
       if (greater) {
         check_case(make_runs<std::int32_t>(g, k, max_len, span, true), lm::greater<>(), what + " int32 greater");
@@ -114,6 +117,67 @@ BOOST_AUTO_TEST_CASE(ranges_of_device_vector_iterators) {
   thrust::device_vector<int> out(want.size());
   const auto end = lm::multiway_merge(lm::cuda::par, ranges.begin(), ranges.end(), out.begin());
   BOOST_TEST((end == out.end()));
+  BOOST_TEST((to_host(out) == want));
+}
+
+// A user's comparator (keys equal by their quotient by 8: many ties, so
+// stability shows in the values), ranges at odd offsets of one buffer (no
+// 16-byte alignment for the bulk copies to lean on), K = 3 to 9.
+struct by_eighths {
+  __host__ __device__ bool operator()(int a, int b) const { return a / 8 < b / 8; }
+};
+BOOST_AUTO_TEST_CASE(misaligned_ranges_under_a_comparator_struct) {
+  std::mt19937_64 g(11);
+  for (int k : {3, 4, 7, 9}) {
+    std::vector<std::vector<int>> runs(static_cast<std::size_t>(k));
+    std::vector<int> all;
+    std::vector<std::size_t> at;
+    for (auto& r : runs) {
+      r.resize(static_cast<std::size_t>(g() % 200000));
+      for (int& x : r) x = static_cast<int>(g() % 4096);
+      std::stable_sort(r.begin(), r.end(), by_eighths());
+      all.push_back(-1);  // one element before each range: odd offsets
+      at.push_back(all.size());
+      all.insert(all.end(), r.begin(), r.end());
+    }
+    std::vector<int> tags(all.size());
+    for (std::size_t i = 0; i < tags.size(); ++i) tags[i] = static_cast<int>(i);
+    const thrust::device_vector<int> d_all = to_device(all), d_tags = to_device(tags);
+    std::vector<std::pair<const int*, const int*>> host, dev;
+    std::vector<const int*> host_vals, dev_vals;
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      host.push_back({all.data() + at[r], all.data() + at[r] + runs[r].size()});
+      const int* p = thrust::raw_pointer_cast(d_all.data()) + at[r];
+      dev.push_back({p, p + runs[r].size()});
+      host_vals.push_back(tags.data() + at[r]);
+      dev_vals.push_back(thrust::raw_pointer_cast(d_tags.data()) + at[r]);
+    }
+    const std::size_t n = all.size() - runs.size();
+    std::vector<int> want(n), want_vals(n);
+    lm::multiway_merge_by_key(lm::serial, host.begin(), host.end(), host_vals.begin(), want.begin(), want_vals.begin(),
+                              by_eighths());
+    thrust::device_vector<int> keys_out(n), vals_out(n);
+    lm::multiway_merge_by_key(lm::cuda::par, dev.begin(), dev.end(), dev_vals.begin(), keys_out.begin(),
+                              vals_out.begin(), by_eighths());
+    BOOST_TEST((to_host(keys_out) == want && to_host(vals_out) == want_vals), "K=" << k << " pairs");
+    thrust::device_vector<int> out(n);
+    lm::multiway_merge(lm::cuda::par, dev.begin(), dev.end(), out.begin(), by_eighths());
+    BOOST_TEST((to_host(out) == want), "K=" << k << " keys");
+  }
+}
+
+// Ranges that are no memory (counting iterators): the levels of 2-way merges.
+BOOST_AUTO_TEST_CASE(ranges_of_counting_iterators) {
+  using count = thrust::counting_iterator<long long>;
+  std::vector<std::pair<count, count>> ranges;
+  std::vector<long long> want;
+  for (long long k = 0; k < 6; ++k) {
+    ranges.push_back({count(k * 1000), count(k * 1000 + 5000 * (k % 3))});
+    for (long long i = k * 1000; i < k * 1000 + 5000 * (k % 3); ++i) want.push_back(i);
+  }
+  std::stable_sort(want.begin(), want.end());
+  thrust::device_vector<long long> out(want.size());
+  lm::multiway_merge(lm::cuda::par, ranges.begin(), ranges.end(), out.begin());
   BOOST_TEST((to_host(out) == want));
 }
 

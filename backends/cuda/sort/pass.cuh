@@ -107,20 +107,52 @@ struct spaced_pieces {
   piece_spans spans;
 };
 
-// Loaders: load<Box, Full, Layout>(buf, src, d, count, smem, tid).
+// Where a tile reads its pieces and writes its outputs (a loader's and a
+// storer's io): the sort's source buffer, piece k at keys_in() + d.at[k], and
+// the other buffer. (The k-way merge's runs_io reads each piece from its own
+// run: multiway.cuh.)
+template <class K, class V>
+struct buffer_io {
+  using key_type = K;
+  using value_type = V;
+  const sort_buffers<K, V>& buf;
+  int src;
+  __device__ __forceinline__ K* keys_in() const { return buf.keys(src); }
+  __device__ __forceinline__ V* vals_in() const { return buf.vals(src); }
+  __device__ __forceinline__ K* keys_out() const { return buf.keys(1 - src); }
+  __device__ __forceinline__ V* vals_out() const { return buf.vals(1 - src); }
+  // The pieces' first keys in the tile's order 0 2 | 1 3 (pieces_of).
+  __device__ __forceinline__ void key_pieces(const tile_desc<4>& d, const K* (&p)[4]) const {
+    const K* from = keys_in();
+    p[0] = from + d.at[0];
+    p[1] = from + d.at[2];
+    p[2] = from + d.at[1];
+    p[3] = from + d.at[3];
+  }
+  // Tile slot j's key and value (the pieces as pieces_of(d) lays them).
+  __device__ __forceinline__ mapped_reader<4, K> key_reader(const tile_desc<4>&, const piece_map<4>& m) const {
+    return {keys_in(), m};
+  }
+  __device__ __forceinline__ mapped_reader<4, V> val_reader(const tile_desc<4>&, const piece_map<4>& m) const {
+    return {vals_in(), m};
+  }
+};
+
+// Loaders: load<Box, Full, Layout>(io, d, count, smem, tid).
 // Two runs through registers (load_tile). Keys only: a partial tile loads
 // direct (held in registers, its checked values spilled the 512x15 kernel);
 // pairs spill the other way round.
 struct register_pair_loader {
-  template <class Box, bool Full, class Layout, class K, class V>
-  static __device__ __forceinline__ two_runs<K> load(const sort_buffers<K, V>& buf, int src, const tile_desc<2>& d,
-                                                     int count, unsigned char* smem, int tid) {
+  template <class Box, bool Full, class Layout, class IO, class K = typename IO::key_type>
+  static __device__ __forceinline__ two_runs<K> load(const IO& io, const tile_desc<2>& d, int count,
+                                                     unsigned char* smem, int tid) {
+    using V = typename IO::value_type;
     K* keys = reinterpret_cast<K*>(smem + Layout::keys);
     const two_runs<K> t{keys, d.size[0]};
-    load_tile<Box::nt, Box::vt, Full, !Layout::with_values>(buf.keys(src) + d.at[0], d.size[0],
-                                                            buf.keys(src) + d.at[1], count, keys, tid);
+    load_tile<Box::nt, Box::vt, Full, !Layout::with_values>(io.keys_in() + d.at[0], d.size[0],
+                                                            io.keys_in() + d.at[1], count, keys, tid);
     if constexpr (Layout::with_values) {
-      load_tile<Box::nt, Box::vt, Full>(buf.vals(src) + d.at[0], d.size[0], buf.vals(src) + d.at[1], count,
+      load_tile<Box::nt, Box::vt, Full>(io.vals_in() + d.at[0], d.size[0], io.vals_in() + d.at[1], count,
                                         reinterpret_cast<V*>(smem + Layout::vals), tid);
     }
     __syncthreads();
@@ -129,13 +161,16 @@ struct register_pair_loader {
 };
 // Four pieces through registers (load_pieces), side by side.
 struct register_pieces_loader {
-  template <class Box, bool Full, class Layout, class K, class V>
-  static __device__ __forceinline__ packed_pieces load(const sort_buffers<K, V>& buf, int src, const tile_desc<4>& d,
-                                                       int count, unsigned char* smem, int tid) {
+  template <class Box, bool Full, class Layout, class IO>
+  static __device__ __forceinline__ packed_pieces load(const IO& io, const tile_desc<4>& d, int count,
+                                                       unsigned char* smem, int tid) {
+    using K = typename IO::key_type;
+    using V = typename IO::value_type;
     const piece_map<4> pieces = pieces_of(d);
-    load_pieces<Box::nt, Box::vt, Full>(buf.keys(src), pieces, count, reinterpret_cast<K*>(smem + Layout::keys), tid);
+    load_pieces<Box::nt, Box::vt, Full>(io.key_reader(d, pieces), count, reinterpret_cast<K*>(smem + Layout::keys),
+                                        tid);
     if constexpr (Layout::with_values) {
-      load_pieces<Box::nt, Box::vt, Full>(buf.vals(src), pieces, count, reinterpret_cast<V*>(smem + Layout::vals),
+      load_pieces<Box::nt, Box::vt, Full>(io.val_reader(d, pieces), count, reinterpret_cast<V*>(smem + Layout::vals),
                                           tid);
     }
     __syncthreads();
@@ -144,11 +179,11 @@ struct register_pieces_loader {
 };
 // Two runs staged by bulk copies (bulk_load.cuh).
 struct bulk_pair_loader {
-  template <class Box, bool Full, class Layout, class K, class V>
-  static __device__ __forceinline__ two_runs<K> load(const sort_buffers<K, V>& buf, int src, const tile_desc<2>& d,
-                                                     int count, unsigned char* smem, int tid) {
+  template <class Box, bool Full, class Layout, class IO, class K = typename IO::key_type>
+  static __device__ __forceinline__ two_runs<K> load(const IO& io, const tile_desc<2>& d, int count,
+                                                     unsigned char* smem, int tid) {
     bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + Layout::barrier), tid);
-    const auto staged = loader.stage_pair(buf.keys(src) + d.at[0], d.size[0], buf.keys(src) + d.at[1],
+    const auto staged = loader.stage_pair(io.keys_in() + d.at[0], d.size[0], io.keys_in() + d.at[1],
                                           count - d.size[0], smem + Layout::keys);
     loader.wait();  // (ends in a __syncthreads)
     return {staged.a, staged.b_at};
@@ -156,12 +191,13 @@ struct bulk_pair_loader {
 };
 // Four pieces staged by bulk copies, in the order 0 2 | 1 3.
 struct bulk_pieces_loader {
-  template <class Box, bool Full, class Layout, class K, class V>
-  static __device__ __forceinline__ spaced_pieces load(const sort_buffers<K, V>& buf, int src, const tile_desc<4>& d,
-                                                       int, unsigned char* smem, int tid) {
+  template <class Box, bool Full, class Layout, class IO>
+  static __device__ __forceinline__ spaced_pieces load(const IO& io, const tile_desc<4>& d, int, unsigned char* smem,
+                                                       int tid) {
+    using K = typename IO::key_type;
     bulk_loader<Box::nt> loader(reinterpret_cast<std::uint64_t*>(smem + Layout::barrier), tid);
-    const K* from = buf.keys(src);
-    const K* const pieces[4] = {from + d.at[0], from + d.at[2], from + d.at[1], from + d.at[3]};
+    const K* pieces[4];
+    io.key_pieces(d, pieces);
     const int sizes[4] = {d.size[0], d.size[2], d.size[1], d.size[3]};
     int at[4];
     loader.stage_ranges(pieces, sizes, smem + Layout::keys, at);
@@ -292,38 +328,35 @@ struct pass_parts<Ways, true> {
   using storer = bulk_storer;
 };
 
-// One tile of a pass, described by d (in global or shared memory): loaded,
-// merged and stored by its parts (pass_parts). The output position is read
-// from the descriptor (in L1) only at the end: held through both merge levels
-// it spilled the 4-way int32 kernel. Returns the permutation guard's
+// One tile, described by d (in global or shared memory): loaded, merged and
+// stored by Parts (pass_parts), reading and writing through io (buffer_io;
+// the k-way merge's runs_io). The output position is read from the
+// descriptor (in L1) only at the end: held through both merge levels it
+// spilled the 4-way int32 kernel. Returns the permutation guard's
 // fingerprints (state.cuh) of what this thread wrote (0 without the guard)
 // for the caller to add (pass_add): a pointer to the sum passed in spilled the
-// 2-way int32 kernel. MayStage: the kernel merges one tile in pass_layout's
-// memory, so it may be staged (staged_pass; not the one-kernel sort's tiles).
-template <class Box, int Ways, bool Full, class K, class V, bool WithValues, bool Guard = false, bool MayStage = false,
-          class Comp>
-__device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d,
-                                                        int count, unsigned char* smem, Comp& comp,
-                                                        K* samples = nullptr) {
+// 2-way int32 kernel.
+template <class Box, int Ways, bool Full, class Parts, bool WithValues, bool Guard, class IO, class Comp,
+          class K = typename IO::key_type>
+__device__ __forceinline__ unsigned long long merge_tile_of_parts(const IO& io, const tile_desc<Ways>& d, int count,
+                                                                  unsigned char* smem, Comp& comp, K* samples) {
+  using V = typename IO::value_type;
   using layout = pass_layout<Box, K, V, WithValues>;
-  constexpr bool staged = tuning::here.sort.pass_loads == tuning::tile_loads::bulk_copies;
-  using parts = pass_parts<Ways, staged && MayStage && staged_pass<K, WithValues>>;
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
   V* vals = reinterpret_cast<V*>(smem + layout::vals);
   tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
   const int tid = static_cast<int>(threadIdx.x);
-  const auto pieces = parts::loader::template load<Box, Full, layout>(buf, src, d, count, smem, tid);
+  const auto pieces = Parts::loader::template load<Box, Full, layout>(io, d, count, smem, tid);
   K merged[Box::vt];
   int from[Box::vt];
   merge_levels<Box::vt, Full, WithValues>(pieces, d, keys, sources, count, tid, merged, from, comp);
   const index_t out_at = d.out;
-  K* const written =
-      parts::storer::template store<Box, Full, Ways, layout>(merged, smem, buf.keys(1 - src) + out_at, count, tid,
-                                                             samples, out_at);
+  K* const written = Parts::storer::template store<Box, Full, Ways, layout>(merged, smem, io.keys_out() + out_at,
+                                                                            count, tid, samples, out_at);
   (void)written;  // (read by the guard alone)
   if constexpr (WithValues) {
     __syncthreads();
-    V* out_vals = buf.vals(1 - src) + out_at;
+    V* out_vals = io.vals_out() + out_at;
 #pragma unroll
     for (int i = 0; i < Box::vt; ++i) {
       const int j = Box::nt * i + tid;
@@ -338,6 +371,20 @@ __device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>
   } else {
     return 0;
   }
+}
+
+// One tile of a sort pass (merge_tile_of_parts over the sort's buffers).
+// MayStage: the kernel merges one tile in pass_layout's memory, so it may be
+// staged (staged_pass; not the one-kernel sort's tiles).
+template <class Box, int Ways, bool Full, class K, class V, bool WithValues, bool Guard = false, bool MayStage = false,
+          class Comp>
+__device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d,
+                                                        int count, unsigned char* smem, Comp& comp,
+                                                        K* samples = nullptr) {
+  constexpr bool staged = tuning::here.sort.pass_loads == tuning::tile_loads::bulk_copies;
+  using parts = pass_parts<Ways, staged && MayStage && staged_pass<K, WithValues>>;
+  return merge_tile_of_parts<Box, Ways, Full, parts, WithValues, Guard>(buffer_io<K, V>{buf, src}, d, count, smem,
+                                                                        comp, samples);
 }
 
 template <class Box, int Ways, class K, class V, bool WithValues, class Comp, bool Guard = false>

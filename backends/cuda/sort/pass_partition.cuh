@@ -81,7 +81,7 @@ LIBMERGE_HOST_DEVICE inline pair_sample_grid pair_samples_of(const pass_plan& pl
   return {spacing, stride, pairs * stride};
 }
 
-// One pair sample (pair_sample_kernel, pieces_sample_kernel): the half's
+// One pair sample (pair_sample_kernel, runs_sample_kernel): the half's
 // inner split at `rank` into *split, and its elements of ranks rank and
 // rank - 1 into keys[0] and keys[1] (unwritten where there is none).
 template <class K, class Comp>
