@@ -19,7 +19,7 @@ PRODUCT = ["backends", "libmerge", "policies"]
 # A call: its front-end and its backend's entry file.
 CALLS = {
     "merge (cuda)": ["libmerge/merge.hpp", "backends/cuda/merge.cuh"],
-    "multiway_merge (cuda)": ["libmerge/multiway_merge.hpp", "backends/cuda/merge.cuh"],
+    "multiway_merge (cuda)": ["libmerge/multiway_merge.hpp", "backends/cuda/multiway.cuh"],
     "merge_sort (cuda)": ["libmerge/merge_sort.hpp", "backends/cuda/merge_sort.cuh"],
     "sorted_search (cuda)": ["libmerge/sorted_search.hpp", "backends/cuda/sorted_search.cuh"],
     "merge_sort (nccl)": ["libmerge/merge_sort.hpp", "libmerge/nccl.hpp", "backends/nccl/merge_sort.cuh"],
