@@ -12,6 +12,7 @@
 #include "merge.hpp"
 #include "merge_sort.hpp"
 #include "multiway_merge.hpp"
+#include "sort.hpp"
 #include "search_tags.hpp"
 #include "sorted_search.hpp"
 

@@ -243,6 +243,24 @@ struct sort_case {
       thrust::sort(policy, k(), k() + n, comp);
     }
   }
+  // lm::sort and thrust::sort as their users call them for numbers in their
+  // natural order (Thrust: its radix sort).
+  template <class Policy>
+  void run_lm_sort(const Policy& p) {
+    if constexpr (pairs) {
+      lm::sort_by_key(p, k(), k() + n, v());
+    } else {
+      lm::sort(p, k(), k() + n);
+    }
+  }
+  void run_thrust_natural() {
+    auto policy = thrust::cuda::par_nosync(*ctx.thrust_temp).on(ctx.stream);
+    if constexpr (pairs) {
+      thrust::sort_by_key(policy, k(), k() + n, v());
+    } else {
+      thrust::sort(policy, k(), k() + n);
+    }
+  }
   void run_radix() {
     if constexpr (std::is_integral_v<K>) {
       std::size_t bytes = ctx.temp.capacity;
@@ -279,6 +297,14 @@ struct sort_case {
     });
     if constexpr (pairs) ok = ok && thrust::equal(vals.begin(), vals.end(), cub_vals.begin());
     if (!ok) throw std::runtime_error("lm::merge_sort differs from cub::DeviceMergeSort: " + type + " " + name(s));
+    if constexpr (std::is_same_v<Comp, int_less>) {  // lm::sort's too (both stable)
+      setup();
+      run_lm_sort(lm::cuda::par.on(ctx.stream));
+      cuda_check(cudaStreamSynchronize(ctx.stream), "lm::sort");
+      ok = thrust::equal(keys.begin(), keys.end(), cub_keys.begin());
+      if constexpr (pairs) ok = ok && thrust::equal(vals.begin(), vals.end(), cub_vals.begin());
+      if (!ok) throw std::runtime_error("lm::sort differs from cub::DeviceMergeSort: " + type + " " + name(s));
+    }
   }
 
   void time_all(bool radix) {
@@ -303,6 +329,10 @@ struct sort_case {
     }
     record("cub::DeviceMergeSort", ctx.timer->median_ms(su, [&] { run_cub(); }));
     record("thrust::sort", ctx.timer->median_ms(su, [&] { run_thrust(); }));
+    if constexpr (std::is_same_v<Comp, int_less>) {
+      record("lm::sort", ctx.timer->median_ms(su, [&] { run_lm_sort(lm::cuda::par.on(ctx.stream)); }));
+      record("thrust::sort, natural order", ctx.timer->median_ms(su, [&] { run_thrust_natural(); }));
+    }
     if (radix && std::is_integral_v<K>) record("cub::DeviceRadixSort", ctx.timer->median_ms(su, [&] { run_radix(); }));
   }
 
@@ -410,22 +440,23 @@ double copy_rate_gbs(cudaStream_t s) {
 void print_table(const std::string& device, double copy_gbs, int runs) {
   std::printf("\nGPU: %s, device-to-device copy %.0f GB/s (read + write), cold L2, median of %d runs; CUB %d.%d.%d\n",
               device.c_str(), copy_gbs, runs, CUB_VERSION / 100000, CUB_VERSION / 100 % 1000, CUB_VERSION % 100);
-  std::printf("%-12s %-9s %5s %-28s %10s %9s %7s %9s %9s\n", "type", "shape", "log2n", "implementation", "ms", "Gkeys/s",
-              "%copy", "vs cub", "vs thrust");
+  std::printf("%-12s %-9s %5s %-28s %10s %9s %7s %9s %9s %9s\n", "type", "shape", "log2n", "implementation", "ms",
+              "Gkeys/s", "%copy", "vs cub", "vs thrust", "vs radix");
   for (const result& r : results) {
-    double cub = 0, thr = 0;
+    double cub = 0, thr = 0, radix = 0;  // radix: thrust::sort in the natural order
     for (const result& p : results) {
       if (p.type != r.type || p.shape != r.shape || p.n != r.n) continue;
       if (p.impl == "cub::DeviceMergeSort") cub = p.ms;
       if (p.impl == "thrust::sort") thr = p.ms;
+      if (p.impl == "thrust::sort, natural order") radix = p.ms;
     }
     int lg = 0;
     while ((1LL << lg) < r.n) ++lg;
     // %copy: one read and one write of the data, what a single pass would cost.
     const double pass_ms = r.bytes / (copy_gbs * 1e6);
-    std::printf("%-12s %-9s %5d %-28s %10.4f %9.3f %6.1f%% %8.3fx %8.3fx\n", r.type.c_str(), r.shape.c_str(), lg,
-                r.impl.c_str(), r.ms, r.n / (r.ms * 1e6), 100.0 * pass_ms / r.ms, cub > 0 ? cub / r.ms : 0.0,
-                thr > 0 ? thr / r.ms : 0.0);
+    std::printf("%-12s %-9s %5d %-28s %10.4f %9.3f %6.1f%% %8.3fx %8.3fx %8.3fx\n", r.type.c_str(), r.shape.c_str(),
+                lg, r.impl.c_str(), r.ms, r.n / (r.ms * 1e6), 100.0 * pass_ms / r.ms, cub > 0 ? cub / r.ms : 0.0,
+                thr > 0 ? thr / r.ms : 0.0, radix > 0 ? radix / r.ms : 0.0);
   }
 }
 

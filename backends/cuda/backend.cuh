@@ -6,6 +6,7 @@
 #include "merge.cuh"
 #include "merge_sort.cuh"
 #include "multiway.cuh"
+#include "adaptive_sort.cuh"
 #include "sort/runs.cuh"
 #include "precondition.cuh"
 #include "sorted_search.cuh"

@@ -24,6 +24,8 @@ namespace algo {
 struct merge {};
 struct multiway_merge {};
 struct merge_sort {};
+// lm::sort: a backend's fastest stable sort (without one, its merge_sort).
+struct sort {};
 struct sorted_search {};
 struct sorted_equality_count {};
 // A checked call's scans (detail/checked.hpp): sorted_until and bad_sample.

@@ -354,3 +354,26 @@ BOOST_AUTO_TEST_CASE(nan_keys_sort_after_every_number) {
     }
   }
 }
+
+// lm::sort and lm::sort_by_key (the serial backend's: its merge sort) equal
+// std::stable_sort and its permutation, under every comparator.
+BOOST_AUTO_TEST_CASE_TEMPLATE(sort_equals_stable_sort, T, key_types) {
+  for_each_comparator<T>([](auto comp) {
+    for (std::int64_t n : {0, 1, 2, 17, 1000, 65537}) {
+      for (auto d : test_support::all_distributions) {
+        const auto seed = mix_seed(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(d), 5);
+        const auto input = test_support::generate<T>(n, d, seed, comp);
+        auto keys = input;
+        lm::sort(lm::serial, keys.begin(), keys.end(), comp);
+        check_same(keys, test_support::reference_sort(input, comp), "sort keys");
+        const auto perm = test_support::reference_permutation(input, comp);
+        keys = input;
+        std::vector<std::int64_t> vals(input.size());
+        std::iota(vals.begin(), vals.end(), std::int64_t{0});
+        lm::sort_by_key(lm::serial, keys.begin(), keys.end(), vals.begin(), comp);
+        check_same(keys, gather(input, perm), "sort_by_key keys");
+        check_same(vals, perm, "sort_by_key values");
+      }
+    }
+  });
+}

@@ -357,3 +357,28 @@ BOOST_AUTO_TEST_CASE(bool_keys_and_values) {
     }
   }
 }
+
+// lm::sort and lm::sort_by_key (the OpenMP backend's: its merge sort) equal
+// lm::serial's merge sort.
+BOOST_AUTO_TEST_CASE_TEMPLATE(sort_equals_serial, T, key_types) {
+  for_each_comparator<T>([](auto comp) {
+    for (std::int64_t n : {0, 1, 1000, 100003}) {
+      const auto input = test_support::generate<T>(n, distribution::random, 9, comp);
+      auto expected = input;
+      std::vector<std::int64_t> expected_vals(input.size());
+      std::iota(expected_vals.begin(), expected_vals.end(), std::int64_t{0});
+      lm::merge_sort_by_key(lm::serial, expected.begin(), expected.end(), expected_vals.begin(), comp);
+      for_each_team([&](const auto& policy) {
+        auto keys = input;
+        lm::sort(policy, keys.begin(), keys.end(), comp);
+        check_same(keys, expected, "sort keys");
+        keys = input;
+        std::vector<std::int64_t> vals(input.size());
+        std::iota(vals.begin(), vals.end(), std::int64_t{0});
+        lm::sort_by_key(policy, keys.begin(), keys.end(), vals.begin(), comp);
+        check_same(keys, expected, "sort_by_key keys");
+        check_same(vals, expected_vals, "sort_by_key values");
+      });
+    }
+  });
+}

@@ -39,7 +39,8 @@ const char* const case_variable = "LIBMERGE_COLD_CAPTURE_CASE";
 
 const std::vector<std::string> algorithms = {"merge_sort_one_tile", "merge_sort",    "merge_sort_passes",
                                              "merge_sort_by_key",   "merge_sort_indices", "merge",
-                                             "merge_by_key",        "sorted_search", "sorted_equality_count"};
+                                             "merge_by_key",        "sorted_search", "sorted_equality_count",
+                                             "sort_by_key"};
 const std::vector<std::string> modes = {"global", "thread_local", "relaxed"};
 const std::vector<std::string> states = {"fresh", "released"};
 
@@ -101,6 +102,8 @@ void sort_case(cudaStream_t s, cudaStreamCaptureMode mode, const std::string& al
   auto calls = [&] {
     if (algorithm == "merge_sort_by_key") {
       lm::merge_sort_by_key(par, keys.begin(), keys.end(), vals.begin());
+    } else if (algorithm == "sort_by_key") {  // (captured: the radix sort, no look at the keys)
+      lm::sort_by_key(par, keys.begin(), keys.end(), vals.begin());
     } else if (algorithm == "merge_sort_indices") {
       lm::merge_sort_indices(par, keys.begin(), keys.end(), vals.begin());
     } else {
@@ -210,7 +213,7 @@ void run_case(const std::string& algorithm, const std::string& mode_name, const 
   if (algorithm == "merge_sort_one_tile") sort_case(s, mode, "merge_sort", 3000);
   if (algorithm == "merge_sort") sort_case(s, mode, algorithm, std::size_t(1) << 20);
   if (algorithm == "merge_sort_passes") sort_case(s, mode, "merge_sort", (std::size_t(1) << 24) + 7);
-  if (algorithm == "merge_sort_by_key" || algorithm == "merge_sort_indices") {
+  if (algorithm == "merge_sort_by_key" || algorithm == "merge_sort_indices" || algorithm == "sort_by_key") {
     sort_case(s, mode, algorithm, (std::size_t(1) << 21) + 1);
   }
   if (algorithm == "merge") merge_case(s, mode, false, (std::size_t(1) << 20) + 1);
