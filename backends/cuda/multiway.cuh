@@ -157,10 +157,10 @@ __global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, 4, sizeof(K), s
 // and pair samples (bounds that hold however the elements are split).
 template <class Box, class K>
 struct four_runs_scratch {
-  index_t tiles, stride;
+  index_t tiles;
   std::size_t desc_bytes, sample_bytes, bytes;
-  explicit four_runs_scratch(index_t n)
-      : tiles((n + Box::nv - 1) / Box::nv), stride((n + Box::nv - 1) / Box::nv + 1) {
+  explicit four_runs_scratch(index_t n) : tiles((n + Box::nv - 1) / Box::nv) {
+    const index_t stride = tiles + 1;  // (the most pair samples a half of n elements takes)
     desc_bytes = align_up(sizeof(tile_desc<4>) * static_cast<std::size_t>(tiles), 256);
     sample_bytes = align_up(sizeof(index_t) * 2 * static_cast<std::size_t>(stride), 256);
     bytes = desc_bytes + sample_bytes + align_up(sizeof(K) * 4 * static_cast<std::size_t>(stride), 256);
@@ -235,15 +235,6 @@ struct scratch_run {
   index_t n;
   V* vals;
 };
-
-template <bool WithValues, class Run>
-auto values_of(const Run& r) {
-  if constexpr (WithValues) {
-    return r.vals;
-  } else {
-    return no_values{};
-  }
-}
 
 // Levels of a k-way merge, level l merging groups of ways[l - 1] consecutive
 // runs (ties stay in run order), until one run is left, in the output; the
