@@ -145,29 +145,31 @@ void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, i
     K* next_samples = sampled && next_four ? m.run_samples : nullptr;
     const K* my_samples = sampled ? m.run_samples : nullptr;
     const index_t part_blocks = (pass.launch_tiles + partition_tiles - 1) / partition_tiles;
+    const auto nv = static_cast<index_t>(Box::nv);
     if (pass.ways == 2) {
       auto* d = static_cast<tile_desc<2>*>(m.descs);
-      launch(pass_partition_kernel<2, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, pass, static_cast<index_t>(Box::nv), p, m.flags, d,
-             static_cast<const index_t*>(nullptr), static_cast<const K*>(nullptr), static_cast<const K*>(nullptr),
-             comp);
-      launch(pass_kernel<Box, 2, K, V, WithValues, Comp, Guard>, pass.launch_tiles, Box::nt, pass_smem, stream, true, dev,
-             algorithm, "pass_kernel", m.buf, p, m.flags, static_cast<const tile_desc<2>*>(d), comp,
-             static_cast<K*>(nullptr));
+      launch(pass_partition_kernel<2, sort_tiling<K>, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev,
+             algorithm, "pass_partition_kernel",
+             sort_tiling<K>{key_buf, n, pass, nv, p, m.flags, nullptr, nullptr, nullptr}, d, comp);
+      launch(pass_kernel<Box, 2, sort_pass<K, V, WithValues, Guard>, Comp>, pass.launch_tiles, Box::nt, pass_smem,
+             stream, true, dev, algorithm, "pass_kernel", sort_pass<K, V, WithValues, Guard>{m.buf, p, m.flags, nullptr},
+             static_cast<const tile_desc<2>*>(d), comp);
     } else if constexpr (MaxWays == 4) {
       auto* d = static_cast<tile_desc<4>*>(m.descs);
       // The pair samples of the planned width (the kernel strides over more).
       const index_t width = pass.scale * pass.bs_nv;
       const index_t pair_count =
           pair_samples_of(pass, n, width, Box::nv, my_samples != nullptr && partitions_on_samples(width, Box::nv)).count;
-      launch(pair_sample_kernel<K, Comp>, (pair_count + sample_threads - 1) / sample_threads, sample_threads, 0,
-             stream, true, dev, algorithm, "pair_sample_kernel", key_buf, n, pass, static_cast<index_t>(Box::nv), p,
-             m.flags, m.samples, m.sample_keys, my_samples, comp);
-      launch(pass_partition_kernel<4, K, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev, algorithm,
-             "pass_partition_kernel", key_buf, n, pass, static_cast<index_t>(Box::nv), p, m.flags, d,
-             static_cast<const index_t*>(m.samples), static_cast<const K*>(m.sample_keys), my_samples, comp);
-      launch(pass_kernel<Box, 4, K, V, WithValues, Comp, Guard>, pass.launch_tiles, Box::nt, pass_smem, stream, true, dev,
-             algorithm, "pass_kernel", m.buf, p, m.flags, static_cast<const tile_desc<4>*>(d), comp, next_samples);
+      launch(pair_sample_kernel<sort_sampling<K>, Comp>, (pair_count + sample_threads - 1) / sample_threads,
+             sample_threads, 0, stream, true, dev, algorithm, "pair_sample_kernel",
+             sort_sampling<K>{key_buf, n, pass, nv, p, m.flags, my_samples}, m.samples, m.sample_keys, comp);
+      launch(pass_partition_kernel<4, sort_tiling<K>, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev,
+             algorithm, "pass_partition_kernel",
+             sort_tiling<K>{key_buf, n, pass, nv, p, m.flags, m.samples, m.sample_keys, my_samples}, d, comp);
+      launch(pass_kernel<Box, 4, sort_pass<K, V, WithValues, Guard>, Comp>, pass.launch_tiles, Box::nt, pass_smem,
+             stream, true, dev, algorithm, "pass_kernel",
+             sort_pass<K, V, WithValues, Guard>{m.buf, p, m.flags, next_samples}, static_cast<const tile_desc<4>*>(d),
+             comp);
     }
   }
 }
@@ -203,8 +205,8 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   const sort_shape s = shape_sort<BsBox, Box, MaxWays, FourWayLog2>(n, into, algorithm);
   auto bs_kernel = block_sort_kernel<BsBox, K, V, WithValues, Indices, ValsIn, Comp, guard>;
   // Without 4-way passes the 2-way kernel stands in (never launched as such).
-  auto pass2 = pass_kernel<Box, 2, K, V, WithValues, Comp, guard>;
-  auto pass4 = pass_kernel<Box, MaxWays, K, V, WithValues, Comp, guard>;
+  auto pass2 = pass_kernel<Box, 2, sort_pass<K, V, WithValues, guard>, Comp>;
+  auto pass4 = pass_kernel<Box, MaxWays, sort_pass<K, V, WithValues, guard>, Comp>;
   const std::size_t bs_smem = sizeof(typename block_sort_types<BsBox, K, V, WithValues, Indices>::temp_storage);
   constexpr std::size_t pass_smem = pass_layout<Box, K, V, WithValues>::bytes;
   prepare_shared_memory(bs_kernel, bs_smem, dev, BsBox::nt, BsBox::vt, algorithm);

@@ -75,83 +75,89 @@ __device__ __forceinline__ run_half<4, K> runs_half(const four_runs<K, V>& r, in
   return {r.keys[2 * h], r.len[2 * h], r.keys[2 * h + 1], r.len[2 * h + 1]};
 }
 
-// Pair samples, as the sort's pair_sample_kernel: for half h and j < stride,
-// the half's inner split at rank j * nv (clamped to its size) at
+// The pair samples of four runs (pair_sample_kernel): for half h and j <
+// stride, the half's inner split at rank j * nv (clamped to its size) at
 // samples[h * stride + j], its elements of ranks j * nv and j * nv - 1 at
 // sample_keys[2 (h * stride + j)] and [.. + 1]. They start each tile's 4-way
 // search inside one tile of each run.
 // 2 H100s, 2^29 int32: 4.1 ms without, 1.6 for lm::merge of two (docs/cuda-merge-sort.md)
-template <class K, class V, class Comp>
-__global__ void __launch_bounds__(sample_threads)
-    runs_sample_kernel(four_runs<K, V> r, index_t nv, index_t stride, index_t* samples, K* sample_keys, Comp comp) {
-  wait_for_prerequisite_grid();
-  allow_dependent_launch();
-  const index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= 2 * stride) return;
-  const run_half<4, K> half = runs_half(r, static_cast<int>(i / stride));
-  const index_t size = half.size();
-  const index_t rank = (i % stride) * nv < size ? (i % stride) * nv : size;
-  sample_half(half, rank, samples + i, sample_keys + 2 * i, comp);
-}
-
-// The tiles' descriptors, as pass_partition_kernel's (partition_tile_block):
-// a thread a tile finds its start (halves_split over the pair samples,
-// stable: ties in run order); a tile ends where the next starts.
-template <class K, class V, class Comp>
-__global__ void __launch_bounds__(partition_tiles + 1)
-    runs_partition_kernel(four_runs<K, V> r, index_t nv, int num_tiles, index_t stride, const index_t* samples,
-                          const K* sample_keys, tile_desc<4>* descs, Comp comp) {
-  __shared__ run_split<4> starts[partition_tiles + 1];
-  wait_for_prerequisite_grid();
-  allow_dependent_launch();
-  const index_t size = r.len[0] + r.len[1] + r.len[2] + r.len[3];
-  const auto start = [&](index_t t) {
-    const half_samples<K> hs{{samples, samples + stride}, {sample_keys, sample_keys + 2 * stride}, nv};
-    return halves_split(runs_half(r, 0), runs_half(r, 1), t * nv, comp, hs);
+template <class K, class V>
+struct runs_sampling {
+  using key_type = K;
+  four_runs<K, V> r;
+  index_t nv, stride;
+  struct halves {
+    const four_runs<K, V>& r;
+    pair_sample_grid grid;
+    __device__ __forceinline__ run_half<4, K> half(index_t h) const { return runs_half(r, static_cast<int>(h)); }
   };
-  const auto describe = [&](index_t t, const run_split<4>& first, const run_split<4>& next) {
-    const index_t d0 = t * nv;
-    const index_t d1 = d0 + nv < size ? d0 + nv : size;
-    index_t begin[4], end[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      begin[k] = first.s[k];
-      end[k] = d1 == size ? r.len[k] : next.s[k];
-    }
-    clamp_pieces(r.len, begin, end, d1 - d0);
-    tile_desc<4> d;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      d.at[k] = begin[k];
-      d.size[k] = static_cast<std::uint16_t>(end[k] - begin[k]);
-    }
-    d.out = d0;
-    descs[t] = d;
-  };
-  partition_tile_block(starts, static_cast<index_t>(num_tiles), start, describe);
-}
+  __device__ __forceinline__ halves view() const { return {r, {nv, stride, 2 * stride}}; }
+};
 
-// One 4-way tile a CTA: the sort pass's parts (pass_parts) over runs_io.
-template <class Box, class K, class V, bool WithValues, class Comp>
-__global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, 4, sizeof(K), sizeof(K) + (WithValues ? sizeof(V) : 0)>)
-    runs_merge_kernel(four_runs<K, V> r, K* keys_out, V* vals_out, const tile_desc<4>* descs, int num_tiles,
-                      Comp comp) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  wait_for_prerequisite_grid();
-  allow_dependent_launch();
-  const int tile = static_cast<int>(blockIdx.x);
-  if (tile >= num_tiles) return;
-  const tile_desc<4>& d = descs[tile];
-  const int count = count_of(d);
-  constexpr bool staged = tuning::here.sort.pass_loads == tuning::tile_loads::bulk_copies;
-  using parts = pass_parts<4, staged && staged_pass<K, WithValues>>;
-  const runs_io<K, V> io{r, keys_out, vals_out};
-  if (count == Box::nv) {
-    merge_tile_of_parts<Box, 4, true, parts, WithValues, false>(io, d, count, smem, comp, static_cast<K*>(nullptr));
-  } else {
-    merge_tile_of_parts<Box, 4, false, parts, WithValues, false>(io, d, count, smem, comp, static_cast<K*>(nullptr));
+// The tiles of four runs (pass_partition_kernel): a thread a tile finds its
+// start (halves_split over the pair samples, stable: ties in run order); a
+// tile ends where the next starts.
+template <class K, class V>
+struct runs_tiling {
+  four_runs<K, V> r;
+  index_t nv, num_tiles, stride;
+  const index_t* samples;
+  const K* sample_keys;
+  struct tile_of {
+    const runs_tiling& t;
+    index_t tile;
+    bool active;
+    index_t num_tiles;
+    template <class Comp>
+    __device__ __forceinline__ run_split<4> start(Comp& comp) const {
+      const half_samples<K> hs{{t.samples, t.samples + t.stride}, {t.sample_keys, t.sample_keys + 2 * t.stride}, t.nv};
+      return halves_split(runs_half(t.r, 0), runs_half(t.r, 1), tile * t.nv, comp, hs);
+    }
+    __device__ __forceinline__ tile_desc<4> describe(const run_split<4>& first, const run_split<4>& next) const {
+      const index_t size = t.r.len[0] + t.r.len[1] + t.r.len[2] + t.r.len[3];
+      const index_t d0 = tile * t.nv;
+      const index_t d1 = d0 + t.nv < size ? d0 + t.nv : size;
+      index_t begin[4], end[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        begin[k] = first.s[k];
+        end[k] = d1 == size ? t.r.len[k] : next.s[k];
+      }
+      clamp_pieces(t.r.len, begin, end, d1 - d0);
+      tile_desc<4> d;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        d.at[k] = begin[k];
+        d.size[k] = static_cast<std::uint16_t>(end[k] - begin[k]);
+      }
+      d.out = d0;
+      return d;
+    }
+  };
+  template <int Ways, class Comp>
+  __device__ __forceinline__ tile_of at(index_t tile, Comp&) const {
+    static_assert(Ways == 4, "four runs make 4-way tiles");
+    return {*this, tile, true, num_tiles};
   }
-}
+};
+
+// A pass over four runs (pass_kernel): every tile has work, none samples its
+// output, no guard.
+template <class K, class V, bool WithValues>
+struct runs_pass {
+  using key_type = K;
+  using value_type = V;
+  static constexpr bool with_values = WithValues;
+  static constexpr bool guard = false;
+  four_runs<K, V> runs;
+  K* keys_out;
+  V* vals_out;
+  int tiles;
+  __device__ __forceinline__ int num_tiles() const { return tiles; }
+  static __device__ __forceinline__ K* samples() { return nullptr; }
+  __device__ __forceinline__ runs_io<K, V> io() const { return {runs, keys_out, vals_out}; }
+  __device__ __forceinline__ void add(unsigned long long) const {}
+};
 
 // The scratch of merge_four_runs for n elements in all: tile descriptors
 // and pair samples (bounds that hold however the elements are split).
@@ -182,17 +188,19 @@ void merge_four_runs(const four_runs<K, V>& r, K* keys_out, V* vals_out, Comp co
   auto* descs = reinterpret_cast<tile_desc<4>*>(scratch);
   auto* samples = reinterpret_cast<index_t*>(scratch + s.desc_bytes);
   auto* sample_keys = reinterpret_cast<K*>(scratch + s.desc_bytes + s.sample_bytes);
-  auto merge_kernel = runs_merge_kernel<Box, K, V, WithValues, Comp>;
+  auto merge_kernel = pass_kernel<Box, 4, runs_pass<K, V, WithValues>, Comp>;
   using layout = pass_layout<Box, K, V, WithValues>;
   prepare_shared_memory(merge_kernel, layout::bytes, dev, Box::nt, Box::vt, algorithm);
   const auto nv = static_cast<index_t>(Box::nv);
-  launch(runs_sample_kernel<K, V, Comp>, (2 * stride + sample_threads - 1) / sample_threads, sample_threads, 0,
-         stream, true, dev, algorithm, "runs_sample_kernel", r, nv, stride, samples, sample_keys, comp);
-  launch(runs_partition_kernel<K, V, Comp>, (s.tiles + partition_tiles - 1) / partition_tiles, partition_tiles + 1, 0,
-         stream, true, dev, algorithm, "runs_partition_kernel", r, nv, static_cast<int>(s.tiles), stride,
-         static_cast<const index_t*>(samples), static_cast<const K*>(sample_keys), descs, comp);
-  launch(merge_kernel, s.tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "runs_merge_kernel", r,
-         keys_out, vals_out, static_cast<const tile_desc<4>*>(descs), static_cast<int>(s.tiles), comp);
+  launch(pair_sample_kernel<runs_sampling<K, V>, Comp>, (2 * stride + sample_threads - 1) / sample_threads,
+         sample_threads, 0, stream, true, dev, algorithm, "pair_sample_kernel", runs_sampling<K, V>{r, nv, stride},
+         samples, sample_keys, comp);
+  launch(pass_partition_kernel<4, runs_tiling<K, V>, Comp>, (s.tiles + partition_tiles - 1) / partition_tiles,
+         partition_tiles + 1, 0, stream, true, dev, algorithm, "pass_partition_kernel",
+         runs_tiling<K, V>{r, nv, s.tiles, stride, samples, sample_keys}, descs, comp);
+  launch(merge_kernel, s.tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel",
+         runs_pass<K, V, WithValues>{r, keys_out, vals_out, static_cast<int>(s.tiles)},
+         static_cast<const tile_desc<4>*>(descs), comp);
 }
 
 // Calls f(box) with the sort's 4-way pass box for (K, V) on dev and n

@@ -8,13 +8,12 @@
 //                  warp each; merge and the dense sorted search.
 //   tile form      partition_tile_block (below): a block's threads find where
 //                  consecutive tiles start in a group of 2 or 4 runs, and each
-//                  tile ends where the next starts; the sort's passes
-//                  (sort/pass_partition.cuh: pass_partition_kernel) and the
-//                  k-way merge's 4-way passes (multiway.cuh:
-//                  runs_partition_kernel).
-//   sample form    a thread a pair sample (sort/pass_partition.cuh:
-//                  sample_half; pair_sample_kernel, runs_sample_kernel), so
-//                  that the tile form's 4-way searches start inside one tile.
+//                  tile ends where the next starts: pass_partition_kernel
+//                  (sort/pass_partition.cuh) over the sort's passes
+//                  (sort_tiling) or four runs anywhere (multiway.cuh:
+//                  runs_tiling).
+//   sample form    a thread a pair sample (pair_sample_kernel: sample_half),
+//                  so that the tile form's 4-way searches start inside one tile.
 //   in-kernel      a CTA finding its own tile's two ends with a warp each
 //                  (warp_merge_path): the one-kernel sort (sort/one_kernel.cuh),
 //                  and the first tiles of a merge in small tiles

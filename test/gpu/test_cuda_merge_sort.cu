@@ -946,20 +946,21 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
     using mb = std::tuple_element_t<1, boxes>;
     using large = std::tuple_element_t<4, boxes>;  // the passes' box of large sorts
     using mid_sized = std::tuple_element_t<8, boxes>;  // and of mid-sized ones
+    using pass = cb::sort_pass<K, V, pairs, false>;
     cuda_test::check_no_local_memory(cb::block_sort_kernel<bs, K, V, pairs, false, V*, lm::less<>>, what);
-    cuda_test::check_no_local_memory(cb::pass_kernel<mb, 4, K, V, pairs, lm::less<>>, what);
-    cuda_test::check_no_local_memory(cb::pass_kernel<mb, 2, K, V, pairs, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_kernel<mb, 4, pass, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_kernel<mb, 2, pass, lm::less<>>, what);
     // (The large and mid-sized sorts' 4-way passes of 4-byte keys, 512x23
     // and 256x23, spill at their 32 registers (104 bytes at 256x23) and are
     // faster than 17 keys a thread that do not: 2^28 int32 keys 9.85 ms
     // against 10.32 for 512x17, 2^27 4.84 against 4.97 for 128x17, on an
     // H200.)
     if constexpr (pairs || sizeof(K) != 4) {
-      cuda_test::check_no_local_memory(cb::pass_kernel<large, 4, K, V, pairs, lm::less<>>, what);
-      cuda_test::check_no_local_memory(cb::pass_kernel<mid_sized, 4, K, V, pairs, lm::less<>>, what);
+      cuda_test::check_no_local_memory(cb::pass_kernel<large, 4, pass, lm::less<>>, what);
+      cuda_test::check_no_local_memory(cb::pass_kernel<mid_sized, 4, pass, lm::less<>>, what);
     }
-    cuda_test::check_no_local_memory(cb::pass_kernel<large, 2, K, V, pairs, lm::less<>>, what);
-    cuda_test::check_no_local_memory(cb::pass_kernel<mid_sized, 2, K, V, pairs, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_kernel<large, 2, pass, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_kernel<mid_sized, 2, pass, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_partition_kernel<4, K, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_partition_kernel<2, K, lm::less<>>, what);
     // (one_kernel_sort_kernel is left out: at 4 CTAs an SM (64 registers) it

@@ -12,7 +12,7 @@ namespace libmerge::detail::cuda_backend {
 // they move. one_kernel_sort_kernel's CTAs are resident together (a
 // cooperative launch): each block-sorts tiles, then in every 2-way pass finds
 // its tiles' splits (warp_merge_path: two warps, start and end) and merges
-// them with pass_tile, a grid-wide barrier between passes.
+// them with merge_tile_of_parts, a grid-wide barrier between passes.
 // H100, 2^20 int32 keys: 0.079 ms against CUB's 0.098 (docs/cuda-merge-sort.md)
 // sortedness_kernel runs first, as for large sorts. At the top of the class
 // (2^22 keys on sm_90) block_sort_kernel sorts first, in the block-sort box's
@@ -39,10 +39,13 @@ __device__ __forceinline__ void one_kernel_pass_tile(const sort_buffers<K, V>& b
   }
   __syncthreads();
   const int count = static_cast<int>(d1 - d0);
+  // Through registers: staged loads need pass_layout's memory to themselves.
+  using parts = pass_parts<2, false>;
+  const buffer_io<K, V> io{buf, src};
   if (count == Box::nv) {
-    pass_tile<Box, 2, true, K, V, WithValues>(buf, src, desc, count, smem, comp);
+    merge_tile_of_parts<Box, 2, true, parts, WithValues, false>(io, desc, count, smem, comp, static_cast<K*>(nullptr));
   } else {
-    pass_tile<Box, 2, false, K, V, WithValues>(buf, src, desc, count, smem, comp);
+    merge_tile_of_parts<Box, 2, false, parts, WithValues, false>(io, desc, count, smem, comp, static_cast<K*>(nullptr));
   }
   __syncthreads();  // desc, split and the tile's shared memory are the next tile's
 }

@@ -373,44 +373,66 @@ __device__ __forceinline__ unsigned long long merge_tile_of_parts(const IO& io, 
   }
 }
 
-// One tile of a sort pass (merge_tile_of_parts over the sort's buffers).
-// MayStage: the kernel merges one tile in pass_layout's memory, so it may be
-// staged (staged_pass; not the one-kernel sort's tiles).
-template <class Box, int Ways, bool Full, class K, class V, bool WithValues, bool Guard = false, bool MayStage = false,
-          class Comp>
-__device__ __forceinline__ unsigned long long pass_tile(const sort_buffers<K, V>& buf, int src, const tile_desc<Ways>& d,
-                                                        int count, unsigned char* smem, Comp& comp,
-                                                        K* samples = nullptr) {
-  constexpr bool staged = tuning::here.sort.pass_loads == tuning::tile_loads::bulk_copies;
-  using parts = pass_parts<Ways, staged && MayStage && staged_pass<K, WithValues>>;
-  return merge_tile_of_parts<Box, Ways, Full, parts, WithValues, Guard>(buffer_io<K, V>{buf, src}, d, count, smem,
-                                                                        comp, samples);
-}
+// The parts a pass kernel's tiles take: staged where the entry stages passes
+// and the types allow (staged_pass), else through registers.
+template <int Ways, class K, bool WithValues>
+using pass_parts_for =
+    pass_parts<Ways, tuning::here.sort.pass_loads == tuning::tile_loads::bulk_copies && staged_pass<K, WithValues>>;
 
-template <class Box, int Ways, class K, class V, bool WithValues, class Comp, bool Guard = false>
-__global__ void __launch_bounds__(Box::nt, pass_ctas_per_sm<Box, Ways, sizeof(K), sizeof(K) + (WithValues ? sizeof(V) : 0)>)
-    pass_kernel(sort_buffers<K, V> buf, int pass, sort_flags flags, const tile_desc<Ways>* descs, Comp comp,
-                K* samples) {
+// What a pass kernel merges: the sort's pass over its two buffers (below) or
+// four runs anywhere (multiway.cuh: runs_pass). A pass says how many tiles
+// have work, gives their io, where 4-way tiles sample their output (samples()), and takes
+// each thread's guard fingerprints.
+template <class K, class V, bool WithValues, bool Guard>
+struct sort_pass {
+  using key_type = K;
+  using value_type = V;
+  static constexpr bool with_values = WithValues;
+  static constexpr bool guard = Guard;
+  sort_buffers<K, V> buf;
+  int pass;
+  sort_flags flags;
+  K* sample_to;  // (only 4-way passes sample: launch_passes)
+  __device__ __forceinline__ int num_tiles() const {
+    const int work = flags.has_work(pass);
+    const int tiles = flags.shapes[pass].num_tiles;
+    return work ? tiles : 0;
+  }
+  __device__ __forceinline__ K* samples() const { return sample_to; }
+  __device__ __forceinline__ buffer_io<K, V> io() const { return {buf, flags.source(pass)}; }
+  // The guard's sum of the pass, compared with the input's by the kernels after
+  // it (sort_flags::kept; compared here, the 4-way int32 kernel spilled).
+  __device__ __forceinline__ void add(unsigned long long prints) const {
+    if (Guard && guarded_v<K, V, WithValues> && flags.hashes != nullptr) pass_add(flags.pass_slots(pass), prints);
+  }
+};
+
+template <class Box, int Ways, class Pass>
+inline constexpr int pass_kernel_ctas =
+    pass_ctas_per_sm<Box, Ways, sizeof(typename Pass::key_type),
+                     sizeof(typename Pass::key_type) + (Pass::with_values ? sizeof(typename Pass::value_type) : 0)>;
+
+// One tile a CTA, of `pass` (sort_pass, runs_pass), by merge_tile_of_parts.
+template <class Box, int Ways, class Pass, class Comp>
+__global__ void __launch_bounds__(Box::nt, pass_kernel_ctas<Box, Ways, Pass>)
+    pass_kernel(Pass pass, const tile_desc<Ways>* descs, Comp comp) {
+  using K = typename Pass::key_type;
+  using parts = pass_parts_for<Ways, K, Pass::with_values>;
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   const int tile = static_cast<int>(blockIdx.x);
-  const int work = flags.has_work(pass);
-  const int src = flags.source(pass);
-  const int num_tiles = flags.shapes[pass].num_tiles;
-  if (!work || tile >= num_tiles) return;
+  const auto io = pass.io();
+  if (tile >= pass.num_tiles()) return;
   // Read in place, each field where used: a copy in registers spilled the
   // 2-way pairs kernels.
   const tile_desc<Ways>& d = descs[tile];
   const int count = count_of(d);
-  // Only 4-way passes sample their output (launch_merge_sort).
-  K* const sample_to = Ways == 4 ? samples : nullptr;
-  const unsigned long long prints =
-      count == Box::nv ? pass_tile<Box, Ways, true, K, V, WithValues, Guard, true>(buf, src, d, count, smem, comp, sample_to)
-                       : pass_tile<Box, Ways, false, K, V, WithValues, Guard, true>(buf, src, d, count, smem, comp, sample_to);
-  // The guard's sum of the pass, compared with the input's by the kernels after
-  // it (sort_flags::kept; compared here, the 4-way int32 kernel spilled).
-  if (Guard && guarded_v<K, V, WithValues> && flags.hashes != nullptr) pass_add(flags.pass_slots(pass), prints);
+  K* const sample_to = Ways == 4 ? pass.samples() : nullptr;
+  constexpr bool with_values = Pass::with_values, guard = Pass::guard;
+  pass.add(count == Box::nv
+               ? merge_tile_of_parts<Box, Ways, true, parts, with_values, guard>(io, d, count, smem, comp, sample_to)
+               : merge_tile_of_parts<Box, Ways, false, parts, with_values, guard>(io, d, count, smem, comp, sample_to));
 }
 
 // ---------------------------------------------------------------------------

@@ -81,7 +81,7 @@ LIBMERGE_HOST_DEVICE inline pair_sample_grid pair_samples_of(const pass_plan& pl
   return {spacing, stride, pairs * stride};
 }
 
-// One pair sample (pair_sample_kernel, runs_sample_kernel): the half's
+// One pair sample (pair_sample_kernel): the half's
 // inner split at `rank` into *split, and its elements of ranks rank and
 // rank - 1 into keys[0] and keys[1] (unwritten where there is none).
 template <class K, class Comp>
@@ -93,35 +93,59 @@ __device__ __forceinline__ void sample_half(const run_half<4, K>& half, index_t 
   if (rank > 0) keys[1] = last_before(half, rank, s, comp);
 }
 
-template <class K, class Comp>
+// What pair_sample_kernel samples: the sort's 4-way pass (below) or four runs
+// (multiway.cuh: runs_sampling). Its view() gives the grid (count 0: nothing
+// to sample) and half(h), the two runs of pair h.
+template <class Sampling, class Comp, class K = typename Sampling::key_type>
 __global__ void __launch_bounds__(sample_threads)
-    pair_sample_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass, sort_flags flags,
-                       index_t* samples, K* sample_keys, const K* run_samples, Comp comp) {
+    pair_sample_kernel(Sampling sampling, index_t* samples, K* sample_keys, Comp comp) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
-  if (!flags.unsorted()) return;
-  const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
-  const index_t width = pass_shape_of(plan, flags, n, nv).width;
-  // On run samples (partitions_on_samples): the same, over the samples, the
-  // runs' width and the tile in samples.
-  const bool sampled = run_samples != nullptr && partitions_on_samples(width, nv);
-  const K* keys = sampled ? run_samples : buf.keys(src);
-  const index_t keys_n = sampled ? (n + sample_every - 1) / sample_every : n;
-  const index_t w = sampled ? width / sample_every : width;
-  const pair_sample_grid grid = pair_samples_of(plan, n, width, nv, sampled);
+  const auto v = sampling.view();
   // Grid-stride: the host sizes the grid for the pass's planned width (so
-  // that sorted input, which returns above, launches no more blocks than it
-  // needs); sorted runs longer than a block-sort tile can make it wider.
+  // that sorted input, which samples nothing, launches no more blocks than
+  // it needs); sorted runs longer than a block-sort tile can make it wider.
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x;
-  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < grid.count; i += step) {
-    const index_t j = i % grid.stride;
-    const run_group<2, K> g = group_at<2>(keys, keys_n, w, i / grid.stride);
-    const index_t size = group_size(g);
-    const index_t rank = j * grid.spacing < size ? j * grid.spacing : size;
-    sample_half(run_half<4, K>{g.keys, g.len[0], g.keys + w, g.len[1]}, rank, samples + i, sample_keys + 2 * i,
-                comp);
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < v.grid.count; i += step) {
+    const index_t j = i % v.grid.stride;
+    const run_half<4, K> half = v.half(i / v.grid.stride);
+    const index_t size = half.size();
+    const index_t rank = j * v.grid.spacing < size ? j * v.grid.spacing : size;
+    sample_half(half, rank, samples + i, sample_keys + 2 * i, comp);
   }
 }
+
+// The sort's pass p: the pairs of runs of the pass's width in the buffer it
+// reads (partitions_on_samples: the same over the run samples, the runs'
+// width and the tile in samples).
+template <class K>
+struct sort_sampling {
+  using key_type = K;
+  sort_buffers<K, char> buf;
+  index_t n;
+  pass_plan plan;
+  index_t nv;
+  int pass;
+  sort_flags flags;
+  const K* run_samples;
+  struct pairs {
+    const K* keys;
+    index_t keys_n, w;
+    pair_sample_grid grid;
+    __device__ __forceinline__ run_half<4, K> half(index_t h) const {
+      const run_group<2, K> g = group_at<2>(keys, keys_n, w, h);
+      return {g.keys, g.len[0], g.keys + w, g.len[1]};
+    }
+  };
+  __device__ __forceinline__ pairs view() const {
+    if (!flags.unsorted()) return {nullptr, 0, 1, {1, 1, 0}};
+    const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+    const index_t width = pass_shape_of(plan, flags, n, nv).width;
+    const bool sampled = run_samples != nullptr && partitions_on_samples(width, nv);
+    return {sampled ? run_samples : buf.keys(src), sampled ? (n + sample_every - 1) / sample_every : n,
+            sampled ? width / sample_every : width, pair_samples_of(plan, n, width, nv, sampled)};
+  }
+};
 
 // The tile's piece of each run: [start[k], end[k]). A tile of a sorted input
 // ends where the next tile starts; whatever comp does, the pieces are clamped
@@ -249,87 +273,122 @@ __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, co
   return cut;
 }
 
-// Where every tile of a pass starts in its group's runs (partition.cuh:
-// group_split), then each tile's descriptor. The thread of a group's first
+// Where every tile of a pass starts in its runs, then each tile's descriptor
+// (partition.cuh: the tile form), for a tiling: the sort's pass (below) or
+// four runs (multiway.cuh: runs_tiling). tiling.at<Ways>(tile) is what the
+// thread of `tile` needs: whether the pass has tiles at all (active), their
+// number, the tile's start and its descriptor. (The minimum of blocks:
+// without one, ptxas held the 16-byte keys' 4-way kernel to 80 registers and
+// spilled.)
+template <int Ways, class Tiling, class Comp>
+__global__ void __launch_bounds__(partition_tiles + 1, 4)
+    pass_partition_kernel(Tiling tiling, tile_desc<Ways>* descs, Comp comp) {
+  __shared__ run_split<Ways> starts[partition_tiles + 1];
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
+  const auto t = tiling.template at<Ways>(tile, comp);
+  if (!t.active) return;
+  partition_tile_block(
+      starts, t.num_tiles, [&](index_t) { return t.start(comp); },
+      [&](index_t, const run_split<Ways>& first, const run_split<Ways>& next) { descs[tile] = t.describe(first, next); });
+}
+
+// The sort's pass p over the buffer it reads. The thread of a group's first
 // tile also checks whether the group is in order already (each run's first
 // key not below the previous run's last), and thread 0 records which buffer
 // the pass reads. 4-way passes with run_samples (partitions_on_samples) find
-// the same cuts through sampled_cut. (The minimum of blocks: without one,
-// ptxas held the 16-byte keys' 4-way kernel to 80 registers and spilled.)
-template <int Ways, class K, class Comp>
-__global__ void __launch_bounds__(partition_tiles + 1, 4)
-    pass_partition_kernel(sort_buffers<K, char> buf, index_t n, pass_plan plan, index_t nv, int pass,
-                          sort_flags flags, tile_desc<Ways>* descs, const index_t* samples, const K* sample_keys,
-                          const K* run_samples, Comp comp) {
-  __shared__ run_split<Ways> starts[partition_tiles + 1];
-  __shared__ bool undone;
-  wait_for_prerequisite_grid();
-  allow_dependent_launch();
-  // Was a pass before this one undone (the permutation guard, state.cuh)?
-  // Then this one merges nothing. (Read once a block: every thread's own look
-  // held the kernel at 64 registers instead of 40.)
-  if (threadIdx.x == 0) undone = flags.undone_before(pass);
-  const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
-  const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
-  if (!flags.unsorted()) {
-    if (tile == 0) flags.source(pass) = src;
-    return;
-  }
-  const pass_shape shape = pass_shape_of(plan, flags, n, nv);
-  const bool sampled = Ways == 4 && run_samples != nullptr && partitions_on_samples(shape.width, nv);
-  if (tile == 0) {
-    flags.source(pass) = src;
-    flags.shapes[pass] = shape;  // the pass kernel's tile count
-  }
-  const bool mine = tile < shape.num_tiles;
-  const int group = static_cast<int>(mine ? tile : 0) / shape.tiles_per_group;
-  const int local = static_cast<int>(mine ? tile : 0) % shape.tiles_per_group;
-  const run_group<Ways, K> g = group_at<Ways>(buf.keys(src), n, shape.width, group);
-  const index_t snv = nv / sample_every;  // a tile in samples (sampled)
-  // Where this thread's tile starts in its group (the tile form,
-  // partition.cuh); the group's first tile also says whether it has work.
-  const auto start = [&](index_t) -> run_split<Ways> {
-    if (local == 0) {
-      bool in_order = true;
+// the cuts through sampled_cut.
+template <class K>
+struct sort_tiling {
+  sort_buffers<K, char> buf;
+  index_t n;
+  pass_plan plan;
+  index_t nv;
+  int pass;
+  sort_flags flags;
+  const index_t* samples;  // 4-way passes: the pair samples
+  const K* sample_keys;
+  const K* run_samples;
+
+  template <int Ways>
+  struct tile_of {
+    const sort_tiling& t;
+    bool active, undone, sampled;
+    pass_shape shape;
+    int group, local;
+    run_group<Ways, K> g;
+    index_t num_tiles;
+
+    template <class Comp>
+    __device__ __forceinline__ run_split<Ways> start(Comp& comp) const {
+      if (local == 0) {
+        bool in_order = true;
 #pragma unroll
-      for (int k = 1; k < Ways; ++k) {
-        if (g.len[k] > 0) in_order &= !comp(g.keys[k * shape.width], g.keys[k * shape.width - 1]);
+        for (int k = 1; k < Ways; ++k) {
+          if (g.len[k] > 0) in_order &= !comp(g.keys[k * shape.width], g.keys[k * shape.width - 1]);
+        }
+        if (!in_order && !undone) t.flags.has_work(t.pass) = 1;
       }
-      if (!in_order && !undone) flags.has_work(pass) = 1;
-    }
-    // 4-way passes: the group's pair samples, over the runs or their samples.
-    half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, 1};
-    if (samples != nullptr) {
-      const pair_sample_grid ps = pair_samples_of(plan, n, shape.width, nv, sampled);
-      const index_t first = static_cast<index_t>(group) * 2 * ps.stride;
-      hs.nv = ps.spacing;
-      hs.s[0] = samples + first;
-      hs.s[1] = hs.s[0] + ps.stride;
-      hs.keys[0] = sample_keys + 2 * first;
-      hs.keys[1] = hs.keys[0] + 2 * ps.stride;
-    }
-    if constexpr (Ways == 4) {
-      if (sampled) {
-        const run_group<4, K> sg = group_at<4>(run_samples, (n + sample_every - 1) / sample_every,
-                                               shape.width / sample_every, group);
-        return sampled_cut(g, sg, static_cast<index_t>(local) * snv, hs, comp);
+      // 4-way passes: the group's pair samples, over the runs or their samples.
+      half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, 1};
+      if (t.samples != nullptr) {
+        const pair_sample_grid ps = pair_samples_of(t.plan, t.n, shape.width, t.nv, sampled);
+        const index_t first = static_cast<index_t>(group) * 2 * ps.stride;
+        hs = {{t.samples + first, t.samples + first + ps.stride},
+              {t.sample_keys + 2 * first, t.sample_keys + 2 * (first + ps.stride)}, ps.spacing};
       }
+      if constexpr (Ways == 4) {
+        if (sampled) {
+          const run_group<4, K> sg = group_at<4>(t.run_samples, (t.n + sample_every - 1) / sample_every,
+                                                 shape.width / sample_every, group);
+          return sampled_cut(g, sg, static_cast<index_t>(local) * (t.nv / sample_every), hs, comp);
+        }
+      }
+      return group_split(g, static_cast<index_t>(local) * t.nv, comp, hs);
     }
-    return group_split(g, static_cast<index_t>(local) * nv, comp, hs);
-  };
-  const auto describe = [&](index_t, const run_split<Ways>& first, const run_split<Ways>& next) {
-    const index_t size = group_size(g);
-    const index_t d0 = static_cast<index_t>(local) * nv;
-    const index_t d1 = d0 + nv < size ? d0 + nv : size;
-    index_t begin[Ways], end[Ways];
+    __device__ __forceinline__ tile_desc<Ways> describe(const run_split<Ways>& first,
+                                                        const run_split<Ways>& next) const {
+      const index_t size = group_size(g);
+      const index_t d0 = static_cast<index_t>(local) * t.nv;
+      const index_t d1 = d0 + t.nv < size ? d0 + t.nv : size;
+      index_t begin[Ways], end[Ways];
 #pragma unroll
-    for (int k = 0; k < Ways; ++k) {
-      begin[k] = first.s[k];
-      end[k] = d1 == size ? g.len[k] : next.s[k];
+      for (int k = 0; k < Ways; ++k) {
+        begin[k] = first.s[k];
+        end[k] = d1 == size ? g.len[k] : next.s[k];
+      }
+      return describe_tile(g, group, begin, end, d0, d1);
     }
-    descs[tile] = describe_tile(g, group, begin, end, d0, d1);
   };
-  partition_tile_block(starts, shape.num_tiles, start, describe);
-}
+
+  template <int Ways, class Comp>
+  __device__ __forceinline__ tile_of<Ways> at(index_t tile, Comp&) const {
+    // Was a pass before this one undone (the permutation guard, state.cuh)?
+    // Then this one merges nothing. (Read once a block: every thread's own
+    // look held the kernel at 64 registers instead of 40.)
+    __shared__ bool undone;
+    if (threadIdx.x == 0) undone = flags.undone_before(pass);
+    __syncthreads();
+    const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+    tile_of<Ways> v{*this, flags.unsorted(), undone, false, {}, 0, 0, {}, 0};
+    if (!v.active) {
+      if (tile == 0) flags.source(pass) = src;
+      return v;
+    }
+    v.shape = pass_shape_of(plan, flags, n, nv);
+    v.sampled = Ways == 4 && run_samples != nullptr && partitions_on_samples(v.shape.width, nv);
+    if (tile == 0) {
+      flags.source(pass) = src;
+      flags.shapes[pass] = v.shape;  // the pass kernel's tile count
+    }
+    const bool mine = tile < v.shape.num_tiles;
+    v.group = static_cast<int>(mine ? tile : 0) / v.shape.tiles_per_group;
+    v.local = static_cast<int>(mine ? tile : 0) % v.shape.tiles_per_group;
+    v.g = group_at<Ways>(buf.keys(src), n, v.shape.width, v.group);
+    v.num_tiles = v.shape.num_tiles;
+    return v;
+  }
+};
 
 }  // namespace libmerge::detail::cuda_backend
