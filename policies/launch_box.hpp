@@ -40,11 +40,9 @@ struct launch_boxes {
 
 namespace tuning {
 
-// Values per thread for elements of element_bytes, from a line tuned for
-// elements of base_bytes: larger elements get proportionally fewer, so that a
-// tile's shared memory and registers stay about the same (smaller ones keep
-// the base count). Odd counts keep the blocked/striped exchanges in shared
-// memory free of bank conflicts.
+// Values per thread for element_bytes from a line tuned for base_bytes: fewer
+// for larger elements so a tile's shared memory and registers stay about the
+// same; odd counts keep the shared-memory exchanges free of bank conflicts.
 constexpr int scale_vt(int base_vt, std::size_t base_bytes, std::size_t element_bytes) {
   const std::size_t bytes = element_bytes < base_bytes ? base_bytes : element_bytes;
   int vt = static_cast<int>((static_cast<std::size_t>(base_vt) * base_bytes + bytes / 2) / bytes);
@@ -52,24 +50,16 @@ constexpr int scale_vt(int base_vt, std::size_t base_bytes, std::size_t element_
   return vt < 1 ? 1 : vt;
 }
 
-// Shared memory a tile may take before the tables give it fewer threads
-// (halving in whole warps). Every line serves several architectures (sm_86,
-// sm_89 and sm_120 take the sm_80 and sm_100 lines but give a block 99 KB, not
-// 163 or 227), so the bound is one that fits them all with room for the
-// kernels' static shared memory, and leaves every tuned 4- and 8-byte box as
-// it is. The merge keeps its tiles within the 48 KB a launch gets without
-// opting in (its largest tuned tile, 512x9 int32 pairs with their 2-byte
-// sources, takes 45 KB).
+// Shared memory a tile may take before the tables halve its threads: fits the
+// 99 KB a block gets on sm_86/89/120 and leaves every tuned 4- and 8-byte box
+// as it is. The merge stays within 48 KB (its 512x9 int32 pairs take 45 KB).
 inline constexpr std::size_t tile_smem_portable = 96 * 1024;
-// What a kernel's block may take without cudaFuncSetAttribute(
-// MaxDynamicSharedMemorySize), on every architecture since sm_30.
+// A block's limit without opting in (cudaFuncSetAttribute), since sm_30.
 inline constexpr std::size_t smem_without_opt_in = 48 * 1024;
 inline constexpr std::size_t tile_smem_merge = smem_without_opt_in;
 
-// The threads a tile of vt elements of element_bytes a thread may have
-// within limit bytes: nt, halved while the tile is larger, in whole warps
-// (power_of_two: halved exactly, as cub::BlockMergeSort needs), down to one
-// warp. The merge, sort and search tables shrink their boxes with it.
+// nt halved (in whole warps; power_of_two: exactly, for cub::BlockMergeSort)
+// while a tile of vt elements of element_bytes a thread exceeds limit bytes.
 constexpr int fit_threads(int nt, int vt, std::size_t element_bytes, std::size_t limit, bool power_of_two = false) {
   while (nt > 32 && static_cast<std::size_t>(nt) * static_cast<std::size_t>(vt) * element_bytes > limit) {
     nt = power_of_two ? nt / 2 : (nt / 2 + 31) / 32 * 32;
@@ -77,24 +67,20 @@ constexpr int fit_threads(int nt, int vt, std::size_t element_bytes, std::size_t
   return nt;
 }
 
-// How a kernel brings a tile into shared memory: loaded through registers
-// (every architecture), or staged by bulk copies (cp.async.bulk, sm_90 and
-// later; backends/cuda/bulk_load.cuh), for the element types that can be.
+// How a tile reaches shared memory: through registers, or by bulk copies
+// (cp.async.bulk, sm_90+; backends/cuda/bulk_load.cuh).
 enum class tile_loads { registers, bulk_copies };
 
-// Each line below holds one algorithm's settings for one architecture entry
-// (`architectures`, newest first). Values per thread count 4-byte keys
-// (vt_keys) or pairs of 4-byte keys and values (vt_pairs) and are scaled by
-// scale_vt for other sizes; a setting of log2 0 turns its rule off. The
-// measurements behind the sm_90 values are in docs/tuning.md.
+// One algorithm's settings for one architecture entry. vt_keys / vt_pairs
+// count 4-byte keys / pairs, scaled by scale_vt; a log2 of 0 turns its rule
+// off. Measurements behind the sm_90 values: docs/tuning.md.
 
 // merge and merge_by_key.
 struct merge_line {
   int arch;
   tile_loads loads;  // keys-only merges of keys up to 4 bytes (cuda/merge.cuh bulk_keys_of)
-  // Merges of up to self_ends_waves_all waves of tiles find their own ends
-  // in the merge kernel; larger ones let the first self_ends_waves_first
-  // waves do so while a partition kernel finds the rest (cuda/merge.cuh).
+  // Up to self_ends_waves_all waves of tiles find their own ends; above, the
+  // first self_ends_waves_first waves do, a partition kernel the rest (cuda/merge.cuh).
   int self_ends_waves_all;
   int self_ends_waves_first;
   // Up to this many partitions of a merge or search are found a warp each,
@@ -117,13 +103,8 @@ struct merge_sort_line {
   int arch;
   tile_loads pass_loads;  // passes of keys up to 4 bytes, no values (cuda/sort/pass.cuh staged_pass)
   int pieces_in_flight;   // loads a thread has in flight at once in a pass tile (cuda/cta_merge.cuh load_pieces)
-  // Threads an SM the pass kernels' registers are budgeted for
-  // (cuda/sort/pass.cuh pass_ctas_per_sm): a full SM for 4-way passes of
-  // elements up to 8 bytes with keys under 8 and for 2-way passes of pairs up
-  // to 8 bytes; pass_two_way_quarters quarters of it for other 2-way passes
-  // under 16 bytes; pass_threads_wide for the other 4-way passes and 16-byte
-  // elements, pass_threads_long for 4-way passes of more than pass_long_vt
-  // values a thread.
+  // Pass kernels' register budget in threads an SM (cuda/sort/pass.cuh
+  // pass_ctas_per_sm; which pass gets which: docs/tuning.md).
   int pass_two_way_quarters;
   int pass_threads_wide;
   int pass_threads_long;
@@ -135,13 +116,9 @@ struct merge_sort_line {
   int nt;
   int vt_keys;
   int vt_pairs;
-  // Runs a pass merges: 2, or 4 (one 2-way pass last where the level count
-  // is odd) from 2^four_way_log2 keys (four_way_log2_pairs with values);
-  // for numbers under their natural order (lm::less, lm::greater, Thrust's
-  // less and greater), whose comparison is one instruction, from
-  // 2^numbers_four_way_log2(_pairs): a 4-way pass spends more comparisons a
-  // key than the two 2-way passes it replaces save in bytes when a
-  // comparison reads memory of its own. Keys of 8 bytes or more take 2.
+  // Runs a pass merges: 2, or 4 from 2^four_way_log2 keys (_pairs), from
+  // 2^numbers_four_way_log2(_pairs) for numbers in natural order, whose
+  // comparison is one instruction. Keys of 8 bytes or more take 2.
   int ways;
   int four_way_log2;
   int four_way_log2_pairs;
@@ -152,28 +129,23 @@ struct merge_sort_line {
   int wide_nt;
   int bs_vt_wide;
   int vt_wide;
-  // From 2^large_log2_keys (_pairs) the passes take large_nt x large_vt_*
-  // tiles: a pass tile costs a search in the partition and fixed work,
-  // which larger tiles spread over more keys.
+  // From 2^large_log2_keys (_pairs): large_nt x large_vt_* pass tiles, to
+  // spread a tile's partition search and fixed work over more keys.
   int large_nt;
   int large_vt_keys;
   int large_vt_pairs;
   int large_log2_keys;
   int large_log2_pairs;
-  // From 2^mid_log2_keys (_pairs) up to the large ones: mid_nt x mid_vt_*
-  // (a pass with nothing to merge still launches a CTA a tile, which costs
-  // the small tiles most at these sizes).
+  // From 2^mid_log2_keys (_pairs) up to the large ones: mid_nt x mid_vt_*.
   int mid_nt;
   int mid_vt_keys;
   int mid_vt_pairs;
   int mid_log2_keys;
   int mid_log2_pairs;
   // Below 2^small_log2_keys (_pairs), elements up to 8 bytes sort in one
-  // cooperative kernel of small_nt x small_vt_* CTAs, registers for
-  // small_ctas_* CTAs an SM: there separate kernels cost more in launches
-  // and partitions than in bytes moved. From 2^small_separate_log2_keys the
-  // block sort is a kernel of its own and the cooperative kernel makes the
-  // passes. Keys of 9 to 16 bytes take the one kernel below 2^small_log2_wide.
+  // cooperative kernel (small_nt x small_vt_*, small_ctas_* CTAs an SM); from
+  // 2^small_separate_log2_keys its block sort is a kernel of its own. Keys of
+  // 9 to 16 bytes take the one kernel below 2^small_log2_wide.
   int small_nt;
   int small_vt_keys;
   int small_vt_pairs;
@@ -189,53 +161,38 @@ struct merge_sort_line {
 struct search_line {
   int arch;
   tile_loads loads;  // dense tiles whose needles and haystack can be staged (cuda/search/dense.cuh)
-  // Threads an SM the dense search kernel's registers are budgeted for
-  // (tiles up to 512 threads; at a full SM's 32 registers the match modes
-  // spill).
+  // Dense search kernel's register budget in threads an SM (at a full SM's
+  // 32 registers the match modes spill).
   int sm_threads;
-  // Dense tiles of nt x vt needles and haystack elements (vt scaled for the
-  // larger of the two types); vt_in_keys for keys of one 4-byte type, whose
-  // results take their keys' slots in shared memory (cuda/search/dense.cuh
-  // results_in_key_slots), which leaves room for longer tiles.
+  // Dense tiles nt x vt (vt scaled for the larger type); vt_in_keys for keys
+  // of one 4-byte type (cuda/search/dense.cuh results_in_key_slots).
   int nt;
   int vt;
   int vt_in_keys;
-  // When only one side writes results and the other is at least
-  // sparse_ratio times longer, each needle is searched on its own:
-  // needle_nt x needle_vt needles a block, 4-ary (three probes a step) while
-  // the other side is under quaternary_below times longer, binary above.
+  // One-sided searches against a side sparse_ratio times longer search each
+  // needle alone: 4-ary under quaternary_below times longer, binary above.
   int needle_nt;
   int needle_vt;
   int sparse_ratio;
   int quaternary_below;
-  // Numbers in their natural order: binary down to a window of
-  // interpolate_from times the needles' spacing, then up to
-  // interpolation_probes probes where interpolation puts the needle, a
-  // 64-byte block at a time (0: never), then binary again (the probes bound
-  // what skewed keys can waste).
+  // Numbers in natural order: binary down to interpolate_from times the
+  // needles' spacing, then up to interpolation_probes interpolated probes
+  // (bounding what skewed keys waste), then binary again.
   int interpolate_from;
   int interpolation_probes;
-  // A haystack under 2^small_hay_log2_bytes is searched 4-ary per needle
-  // from small_sparse_ratio on (there a search costs its chain of dependent
-  // loads more than its DRAM blocks); below 2^small_needles_log2 needles,
-  // at any density (the dense path's two kernels cost more than one kernel
-  // of short chains). A caller's .with(box) turns the needle-count rule off.
+  // A haystack under 2^small_hay_log2_bytes goes 4-ary per needle from
+  // small_sparse_ratio on, and below 2^small_needles_log2 needles at any
+  // density (off under a caller's .with(box)).
   int small_hay_log2_bytes;
   int small_sparse_ratio;
   int small_needles_log2;
 };
 
 // ---------------------------------------------------------------------------
-// The architectures: one entry each, newest first, every setting by name
-// (the fields are explained with each line type above). For each kernel the
-// backend takes the first entry whose arch is not above the architecture the
-// kernel was compiled for; an architecture without an entry takes the nearest
-// older one's (a one-time notice under LIBMERGE_DEBUG=1 says so). Adding an
-// architecture is adding its entry to `architectures`.
-// What one multiprocessor of an architecture holds. The kernels ask for as
-// many CTAs an SM as their registers allow within these (__launch_bounds__:
-// cuda/merge.cuh min_ctas_per_sm, cuda/sort/pass.cuh pass_ctas_per_sm);
-// threads 0: they ask for none.
+// The architectures, newest first; a kernel takes the first entry whose arch
+// is not above its own (LIBMERGE_DEBUG=1 notes a fallback).
+// What one SM holds, for the kernels' __launch_bounds__ (cuda/merge.cuh
+// min_ctas_per_sm, cuda/sort/pass.cuh pass_ctas_per_sm); threads 0: no request.
 struct sm_limits {
   int threads;  // resident threads an SM
   int ctas;     // resident CTAs an SM
@@ -249,8 +206,7 @@ struct architecture {
   sm_limits sm;
 };
 
-// sm_90, measured on an H100 and an H200: the decisive figure beside a value,
-// the rest in docs/tuning.md.
+// sm_90 (H100, H200): the decisive figure beside a value, the rest in docs/tuning.md.
 constexpr architecture sm_90() {
   architecture a{};
   a.arch = 90;
@@ -272,9 +228,8 @@ constexpr architecture sm_90() {
   s.pieces_in_flight = 5;                  // the most at which no tuned 4-way kernel spills (H100, nvcc 13.0)
   s.pass_two_way_quarters = 3;             // H100, 2^24 int32: a full SM was no faster (0.837 against 0.829 ms)
   s.pass_threads_wide = 1024;
-  // At 1024 threads (64 registers), 4-way passes of int32 keys with int64
-  // values at 21+ values a thread merged their last tile out of order
-  // (nvcc 13.0, H200; cause not found); at 512 they merge it right.
+  // At 1024 threads, 4-way int32/int64 pairs at 21+ values a thread merge their
+  // last tile out of order (nvcc 13.0, H200; cause not found): 512 is right.
   s.pass_threads_long = 512;
   s.pass_long_vt = 19;
   s.bs_nt_keys = 512;  // tiles past 16384 keys: 14 levels at 2^28 instead of 16
@@ -329,8 +284,7 @@ constexpr architecture sm_90() {
   return a;
 }
 
-// An entry for an architecture without bulk copies (before sm_90): every
-// tile loads through registers.
+// For architectures without bulk copies (before sm_90).
 constexpr architecture registers_only(architecture a) {
   a.merge.loads = tile_loads::registers;
   a.sort.pass_loads = tile_loads::registers;
@@ -389,8 +343,7 @@ constexpr architecture before_sm_80() {
   return a;
 }
 
-// Another architecture's settings under this one's number, until measured on
-// its own hardware, with its own multiprocessor's limits.
+// Another architecture's settings under this one's number and SM limits, until measured.
 constexpr architecture untuned_as(int arch, architecture a, sm_limits sm) {
   a.arch = arch;
   a.sm = sm;
@@ -410,11 +363,8 @@ inline constexpr architecture architectures[] = {
     before_sm_80(),
 };
 
-// The entry of `architectures` (and the line of each table below, which
-// follow its order) that serves kernels compiled for `arch` (compute
-// capability x 10): the first, newest first, whose arch is not above it; -1
-// before the oldest. The CUDA backend picks each call's boxes by it, and
-// tests and benchmarks read "the tuned line" of an architecture from it.
+// Index of the entry (and table line) serving kernels compiled for `arch`
+// (compute capability x 10); -1 before the oldest.
 constexpr int entry_for(int arch) {
   for (std::size_t i = 0; i < std::size(architectures); ++i) {
     if (architectures[i].arch <= arch) return static_cast<int>(i);
@@ -422,8 +372,7 @@ constexpr int entry_for(int arch) {
   return -1;
 }
 
-// Each algorithm's table, newest first: the backend's view of
-// `architectures`, one line type a table, each line with its entry's arch.
+// One algorithm's table, in the order of `architectures`.
 template <class Line, Line architecture::*Field>
 constexpr std::array<Line, std::size(architectures)> lines_of() {
   std::array<Line, std::size(architectures)> lines{};
@@ -433,9 +382,7 @@ constexpr std::array<Line, std::size(architectures)> lines_of() {
   }
   return lines;
 }
-// The entry of the architecture this compilation pass targets: in device
-// code, the kernel's own; in host code, the oldest (no loads by bulk copies,
-// no register budget), which host code never takes for a decision.
+// This compilation pass's entry; host code gets the oldest and never decides by it.
 #ifdef __CUDA_ARCH__
 inline constexpr architecture here = architectures[entry_for(__CUDA_ARCH__ / 10)];
 #else

@@ -20,10 +20,8 @@
 #include "omp.hpp"
 #include "serial.hpp"
 
-// Only the host policies' base classes (for is_base_of), which compile with
-// g++ alone: detail/execution_policy.h is in every CCCL from 3.0 to 3.6
-// (detail/par.h is gone in 3.6); the public execution_policy.h headers pull in
-// every algorithm of the system.
+// Only the host policies' base classes, which compile with g++ alone
+// (detail/execution_policy.h is in CCCL 3.0 to 3.6; the public headers pull in every algorithm).
 #if !defined(LIBMERGE_NO_THRUST_POLICIES) && __has_include(<thrust/system/omp/detail/execution_policy.h>)
 #define LIBMERGE_THRUST_HOST_POLICIES 1
 #else
@@ -35,9 +33,7 @@
 
 namespace libmerge::detail {
 
-// thrust::omp::par(alloc), thrust::cpp::par(alloc) and thrust::cuda::par(alloc)
-// carry an allocator for Thrust's temporary storage; libmerge would silently
-// ignore it, so they are refused.
+// Thrust policies carrying an allocator are refused: libmerge would silently ignore it.
 template <class P>
 struct is_thrust_policy_with_allocator : std::false_type {};
 template <class A, template <class> class Base>

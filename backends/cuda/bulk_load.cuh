@@ -1,9 +1,6 @@
-// Tile loads by the copy engine (sm_90 on): ranges staged in shared memory with
-// cp.async.bulk, as CUB 3.6's DeviceMerge does (cub::detail::BlockLoadToShared,
-// not in CCCL 3.0). One thread issues a copy a range, no element passes through
-// registers, the CTA waits on one mbarrier. A bulk copy moves whole 16-byte
-// lines between 16-byte aligned addresses, so a range lands at its source's
-// offset in a line: two ranges take up to 48 bytes more (bulk_pair_bytes).
+// Tile loads by the copy engine (sm_90 on): cp.async.bulk into shared memory,
+// as CUB 3.6's BlockLoadToShared (not in CCCL 3.0); one mbarrier. Copies move
+// whole 16-byte lines, so a range lands at its source's offset in a line.
 #pragma once
 
 #include <cstddef>
@@ -14,18 +11,15 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// Whether ranges of T through It can be staged: It is a plain pointer to T,
-// and every T sits at a multiple of its size in its 16-byte line, so the
-// bytes copied by hand before and after the lines are whole elements.
+// Stageable: It is a plain T* and T tiles a 16-byte line (hand-copied ends are whole elements).
 template <class T, class It>
 inline constexpr bool bulk_loadable =
     std::is_pointer_v<It> && std::is_same_v<std::remove_cv_t<std::remove_pointer_t<It>>, T> &&
     (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16) &&
     alignof(T) == sizeof(T);
 
-// Shared memory for `ranges` ranges of n elements of T in all (stage_pair,
-// stage_ranges): each begins up to 16 - sizeof(T) bytes into a line after the
-// last one's line, so at most (2 ranges - 1) (16 - sizeof(T)) bytes go unused.
+// Shared memory for `ranges` ranges of n elements of T in all: each starts up
+// to 16 - sizeof(T) bytes into a fresh line.
 template <class T>
 constexpr std::size_t bulk_ranges_bytes(std::size_t n, int ranges) {
   return (n * sizeof(T) + 15) / 16 * 16 + static_cast<std::size_t>(2 * ranges - 1) * 16;
@@ -42,10 +36,8 @@ struct staged_pair {
   int b_at;
 };
 
-// A CTA's bulk copies into shared memory, completed on one mbarrier (8 bytes
-// of shared memory nothing else writes). Every thread constructs it, stages the
-// same ranges and waits; a thread of the last warp issues the copies (as CUB,
-// away from the first warp's work). Once a kernel: the barrier's first phase.
+// A CTA's bulk copies on one mbarrier, once a kernel. Every thread constructs
+// it, stages the same ranges and waits; a last-warp thread issues (as CUB).
 template <int NT>
 class bulk_loader {
  public:
@@ -60,9 +52,8 @@ class bulk_loader {
     __syncthreads();  // initialized before any thread uses it (as CUB's BlockLoadToShared does)
   }
 
-  // Stages src[0, n) at dst + (src's offset in its 16-byte line); dst is 16-byte
-  // aligned with room for n elements and 15 bytes. Returns where src[0] lands.
-  // Whole lines by one bulk copy; the elements before and after by the threads.
+  // Stages src[0, n) at dst + (src's offset in its line); dst 16-byte aligned
+  // with room for n elements and 15 bytes. Returns where src[0] lands.
   template <class T>
   __device__ __forceinline__ T* stage(const T* src, int n, unsigned char* dst) {
     constexpr int size = static_cast<int>(sizeof(T));
@@ -90,14 +81,10 @@ class bulk_loader {
     return out;
   }
 
-  // Stages a[0, na) at dst and b[0, nb) from the 16-byte line after a's last;
-  // dst is 16-byte aligned with bulk_pair_bytes<T>(na + nb) bytes. A merge
-  // reads the pair's first slot where a side is exhausted (serial_merge), and
-  // it must be an input key (a comparator may dereference its keys): with A
-  // empty, B's first element is copied there by hand, into a line no bulk copy
-  // writes (A's, or B's first where B starts inside it), unless it is B's
-  // first slot itself. Not a select of the pair's start: H200 int32 1.07x the
-  // time (docs/cuda-merge-sort.md).
+  // Stages a[0, na) at dst and b[0, nb) from the line after a's last (dst:
+  // bulk_pair_bytes<T>(na + nb)). The first slot must hold an input key (the
+  // stand-in past a side's end): with A empty, B's first is copied there by hand.
+  // Not a select of the pair's start: H200 int32 1.07x the time (docs/cuda-merge-sort.md).
   template <class T>
   __device__ __forceinline__ staged_pair<T> stage_pair(const T* a, int na, const T* b, int nb, unsigned char* dst) {
     T* at = stage(a, na, dst);
@@ -107,12 +94,9 @@ class bulk_loader {
     return {at, static_cast<int>(bt - at)};
   }
 
-  // Stages R ranges src[k][0, n[k]) from dst (16-byte aligned,
-  // bulk_ranges_bytes<T>(sum of n, R) bytes), each from the line after the last
-  // one's end; at[k]: where range k begins, in elements from dst. dst's first
-  // slot, read where a side is exhausted (merge_walk's stand-in), must hold an
-  // input key: the first element staged is copied there by hand if it lands
-  // elsewhere (a line no bulk copy writes: the bodies begin on a later line).
+  // Stages R ranges from dst (bulk_ranges_bytes<T>(sum of n, R)), each from the
+  // line after the last; at[k]: range k's start in elements. The first slot gets
+  // an input key by hand, as in stage_pair.
   template <int R, class T>
   __device__ __forceinline__ void stage_ranges(const T* const (&src)[R], const int (&n)[R], unsigned char* dst,
                                                int (&at)[R]) {
@@ -152,13 +136,9 @@ class bulk_loader {
   std::uint32_t bytes_ = 0;
 };
 
-// Tile stores by the copy engine (sm_90 on), bulk_loader's mirror: a tile's
-// outputs, in order in shared memory at src, to global dst at the same offset
-// in its 16-byte line; whole lines by one bulk copy, the rest by the threads.
-// Every thread calls it once its part of src[0, n) is written; it fences those
-// writes for the async proxy and synchronizes the CTA. Shared memory may be
-// read meanwhile but not written until the CTA ends: the issuing thread waits
-// until the copy has read it before it returns.
+// Tile stores by the copy engine (sm_90 on): src (at dst's line offset) to dst.
+// Every thread calls it once its part is written; src must not be written
+// again until the CTA ends (the issuer waits for the copy to read it).
 // H200, 2^28 int32 sort: 0.93x the time of cub::WarpStore's transpose (docs/cuda-merge-sort.md)
 template <int NT, class T>
 __device__ __forceinline__ void bulk_store(const T* src, int n, T* dst, int tid) {
@@ -182,9 +162,7 @@ __device__ __forceinline__ void bulk_store(const T* src, int n, T* dst, int tid)
   if (elected) ::cuda::ptx::cp_async_bulk_wait_group_read(::cuda::ptx::n32_t<0>{});
 }
 
-// Where a bulk_store tile writes its outputs in shared memory (`tile`, 16-byte
-// aligned): at out's offset in its 16-byte line, so both sides align alike.
-// Needs room for the elements and 15 bytes.
+// Where a bulk_store tile puts its outputs: at out's line offset (room + 15 bytes).
 template <class T>
 __device__ __forceinline__ T* bulk_store_slots(unsigned char* tile, const T* out) {
   return reinterpret_cast<T*>(tile + reinterpret_cast<std::uintptr_t>(out) % 16);

@@ -1,8 +1,6 @@
-// Fine-grained scheduling inside one tile (DeviceMerge / CTABlocksortPass in
-// seeds/000): the tile's inputs are staged in shared memory, each thread finds
-// its own start with the merge-path search and merges VT outputs serially into
-// registers. Merge, merge sort and sorted search differ only in how a tile
-// finds its ranges and what it writes at the end.
+// Scheduling inside one tile: inputs staged in shared memory, each thread finds
+// its start by merge path and merges VT outputs serially into registers. Merge,
+// merge sort and sorted search differ in how a tile finds its ranges and writes.
 #pragma once
 
 #include <cstddef>
@@ -39,12 +37,10 @@ struct two_ranges {
   }
 };
 
-// Loads a[0, na) then b[0, count - na) into dst[0, count), striped over the
-// CTA's NT threads (coalesced): cub::LoadDirectStriped into registers, every
-// load in flight before the first shared store. Full tiles skip the bounds
-// checks. Direct: a partial tile stores each element as it comes (holding VT
-// checked values spilled the sort's 512x15 pass kernel; the merge and search
-// kernels spill the other way round, so each caller picks).
+// Loads a[0, na) then b[0, count - na) into dst[0, count), striped over NT
+// threads, every load in flight before the first shared store. Direct: a
+// partial tile stores each element as it comes (which variant spills depends
+// on the kernel, so each caller picks).
 template <int NT, int VT, bool Full, bool Direct = false, class T, class AIt, class BIt>
 __device__ __forceinline__ void load_tile(AIt a, int na, BIt b, int count, T* dst, int tid) {
   if constexpr (!Full && Direct) {
@@ -88,12 +84,9 @@ struct mapped_reader {
   __device__ __forceinline__ T operator()(int j) const { return src[pieces(j) + j]; }
 };
 
-// load_tile for a 4-way merge-sort tile: its pieces side by side in dst[0,
-// count), slot j read by read(j) (mapped_reader; the k-way merge's
-// runs_reader). The source is picked with selects (a ternary of loads
-// compiled to a branch an element), and the loads go out pieces_in_flight at
-// a time: at the pass kernels' 32 registers all of a tile's loads at once
-// spill (docs/tuning.md).
+// load_tile for a 4-way merge-sort tile: slot j read by read(j) (mapped_reader,
+// runs_reader), pieces_in_flight loads at a time: all at once spill at the
+// pass kernels' 32 registers (docs/tuning.md).
 // Hand-written: cub::LoadDirectStriped over a four-run sequence took 1.06x, H100.
 template <int NT, int VT, bool Full, class T, class Read>
 __device__ __forceinline__ void load_pieces(const Read& read, int count, T* dst, int tid) {
@@ -115,16 +108,10 @@ __device__ __forceinline__ void load_pieces(const Read& read, int count, T* dst,
   }
 }
 
-// The walk of a thread's share of a CTA merge (SerialMerge in seeds/003): up
-// to VT steps (Full: exactly VT, else `steps`) from A's offset a and B's b. A
-// is taken while B is exhausted (b == b_end) or A is not (a < a_end) and
-// a_first(a, b, a_key, b_key) says so. a_first is asked at every step, so
-// read_a(k) and read_b(k) must give a key past a side's end too (each caller
-// picks the stand-in). step(i, from_a, a, b, a_key, b_key) says what step i
-// produces; next_a and next_b give the offset after a taken element (a 4-way
-// pass's staged pieces step over their gaps, cta_merge_pieces).
-// OneRead: both sides read alike (read_a(k) for either side), so a step loads
-// one key, at the side it took, instead of a predicated load on each side.
+// A thread's share of a CTA merge: up to VT steps (Full: exactly VT) from A's
+// offset a and B's b. a_first is asked at every step, so read_a/read_b must
+// give a key past a side's end too. next_a/next_b step over gaps (cta_merge_pieces).
+// OneRead: both sides read by read_a, so a step loads one key, not one a side.
 // H200, int32 sort at 2^28: 0.96x the time, 8.21 against 8.54 ms (docs/cuda-merge.md).
 template <int VT, bool Full, bool OneRead = false, class ReadA, class ReadB, class AFirst, class Step, class NextA,
           class NextB>
@@ -164,13 +151,9 @@ LIBMERGE_HOST_DEVICE __forceinline__ void merge_walk(int a, int a_end, int b, in
   merge_walk<VT, Full, OneRead>(a, a_end, b, b_end, steps, read_a, read_b, a_first, step, next, next);
 }
 
-// The key a CTA merge's walk holds for a side at offset k (end: the side's
-// end). Past the end the walk still compares it but never takes it: under a
-// comparator that may dereference its keys (a string by index) it must be an
-// input's, so keys[0] stands in. With PastEnd, numbers under their natural
-// order read keys[k] itself, at most one slot past the last (merge_layout
-// leaves room; tiles with values read the values' first slot, walks_past_end),
-// sparing every step a compare and a select.
+// The key a walk holds for a side at offset k. Past the end it is compared but
+// never taken; a comparator may dereference it, so keys[0] stands in. PastEnd
+// numbers read keys[k] itself, one slot past at most (merge_layout leaves room).
 // H200: int32 sorts 0.94x-0.97x the time from 2^24 (docs/cuda-merge-sort.md).
 // Host code (the CPU tests' vectors hold exactly their keys) always clamps.
 template <class Comp, bool PastEnd, class K>
@@ -190,20 +173,14 @@ LIBMERGE_HOST_DEVICE __forceinline__ K side_key(const K* keys, int k, int end) {
   }
 }
 
-// Whether tiles' walks may read past a side's end (side_key's PastEnd, for
-// numbers): merge_layout leaves keys-only tiles a slot after the keys; in
-// tiles with values that slot is the values' first (or padding), which holds
-// the tile's values from before the first merge level to after the last, so
-// the walk compares some number there and never takes it.
+// Whether walks may read past a side's end (side_key's PastEnd): the slot after
+// the keys is padding or the values' first, which always holds some number.
 // H200, int32 pair sorts 0.974x-0.993x the time (docs/cuda-merge-sort.md).
 inline constexpr bool walks_past_end = true;
 
-// Merges VT outputs from keys[a, a_end) and keys[b, b_end) with merge_walk:
-// merged[i] is the i-th output and src[i] its tile offset. Past a side's end
-// the walk holds side_key's stand-in.
-// Grouped: A's offsets from a_split on and B's from b_split on form a second
-// group that comes after the first whatever the keys, so that one walk merges
-// two pairs of pieces back to back (cta_merge_pairs).
+// Merges VT outputs of keys[a, a_end) and keys[b, b_end): merged[i] and its
+// tile offset src[i]. Grouped: offsets from a_split / b_split form a second
+// group after the first, so one walk merges two pairs back to back (cta_merge_pairs).
 template <int VT, bounds Bounds = bounds::lower, bool Grouped = false, bool PastEnd = false, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void serial_merge(const K* keys, int a, int a_end, int b, int b_end, K (&merged)[VT],
                                              int (&src)[VT], Comp& comp, int a_split = 0, int b_split = 0) {
@@ -232,12 +209,9 @@ LIBMERGE_HOST_DEVICE __forceinline__ void serial_merge(const K* keys, int a, int
   }
 }
 
-// The CTA merge: keys[0, na) and keys[b_at, b_at + nb) (b_at >= na: a gap
-// where bulk copies staged the tile) are sorted ranges in shared memory;
-// thread tid (0-based in the merging group) produces outputs VT*tid ..
-// VT*tid + VT-1 in registers: the keys and their offsets in keys (the caller
-// keeps what it needs; the compiler drops the rest). Bounds picks who wins
-// ties: lower, A (a stable merge); upper, B.
+// The CTA merge of keys[0, na) and keys[b_at, b_at + nb) (b_at >= na: a gap
+// where bulk copies staged the tile): thread tid produces outputs VT*tid on in
+// registers with their offsets. Ties: bounds::lower takes A (stable), upper B.
 template <int VT, bounds Bounds = bounds::lower, bool PastEnd = false, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge(const K* keys, int na, int b_at, int nb, int tid, K (&merged)[VT],
                                                     int (&src)[VT], Comp& comp) {
@@ -247,22 +221,17 @@ LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge(const K* keys, int na, int b
   serial_merge<VT, Bounds, false, PastEnd>(keys, a, na, b_at + diag - a, b_at + nb, merged, src, comp);
 }
 
-// Whether thread tid's warp holds the thread whose VT outputs straddle the
-// end of a 4-way tile's first pair (its output `first`): only that warp's
-// walks need the grouped test; every other warp walks plainly within one pair
-// (a branch the whole warp takes one way).
+// Whether tid's warp holds the thread straddling the end of a 4-way tile's
+// first pair: only that warp needs the grouped walk (a warp-uniform branch).
 // H200, 2^24 reversed int32 keys: 0.96x the sort's time (docs/cuda-merge.md).
 template <int VT>
 LIBMERGE_HOST_DEVICE __forceinline__ bool straddling_warp(int tid, int first) {
   return tid / 32 == first / VT / 32;
 }
 
-// Level 1 of a 4-way merge as one CTA merge: keys[0, na) holds piece 0 and,
-// from a_split on, piece 2; keys[na, count) piece 1 and, from b_split on,
-// piece 3. Ordered by (pair, key), they merge into merge(piece 0, piece 1)
-// followed by merge(piece 2, piece 3), each stable. A thread searches in the
-// pair of its first output and its walk crosses into the second by itself
-// (Grouped serial_merge), so the straddling thread needs no case of its own.
+// Level 1 of a 4-way merge as one CTA merge: keys[0, na) holds pieces 0 and 2
+// (from a_split), keys[na, count) pieces 1 and 3 (from b_split); ordered by
+// (pair, key) they give merge(0, 1) then merge(2, 3), each stable.
 template <int VT, bool PastEnd = false, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pairs(const K* keys, int na, int a_split, int b_split, int count, int tid,
                                                 K (&merged)[VT], int (&src)[VT], Comp& comp) {
@@ -281,20 +250,16 @@ LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pairs(const K* keys, int na,
   }
 }
 
-// Where a 4-way pass's four pieces lie in shared memory, in elements from
-// the tile's base: piece k is keys[at[k], at[k] + size[k]), in the order
-// 0 2 | 1 3 with a gap of under 16 bytes after each where bulk copies staged
-// them (each keeps its source's offset in a 16-byte line, bulk_load.cuh).
+// A 4-way pass's pieces in shared memory: piece k is keys[at[k], at[k] + size[k]),
+// order 0 2 | 1 3, with a gap under 16 bytes after each if bulk-staged (bulk_load.cuh).
 struct piece_spans {
   int at[4];
   int size[4];
 };
 
-// Level 1 of a 4-way merge over staged pieces: cta_merge_pairs with a gap
-// between each side's two pieces (A: piece 0 then 2, B: 1 then 3). An offset
-// reaching a first piece's end goes on at its second piece's start; which
-// pair an offset is in is which side of the second piece's start it lies.
-// keys[0] holds an input key (stage_ranges), the stand-in past a side's end.
+// cta_merge_pairs over staged pieces, with a gap between each side's two pieces
+// (an offset at a first piece's end jumps to the second's start). keys[0] holds
+// an input key (stage_ranges), the stand-in past a side's end.
 template <int VT, bool PastEnd = false, class K, class Comp>
 LIBMERGE_HOST_DEVICE __forceinline__ void cta_merge_pieces(const K* keys, const piece_spans& p, int tid,
                                                            K (&merged)[VT], int (&src)[VT], Comp& comp) {
@@ -348,12 +313,9 @@ __device__ __forceinline__ void write_warp_samples(const T (&y)[VT], int holder,
   }
 }
 
-// Writes each thread's VT consecutive outputs (tile positions VT*tid + i) to
-// out[0, count), coalesced: cub::WarpStore's transpose through `scratch`, the
-// warp's VT*32 elements of the tile's key buffer (a TempStorage of its own
-// would cost occupancy); only the warp synchronizes. Odd VT (every tuned box)
-// keeps it free of bank conflicts. For power-of-two VT above 4 CUB pads its
-// exchange, which does not fit the slice: those boxes transpose by hand.
+// Each thread's VT consecutive outputs to out[0, count), coalesced: WarpStore's
+// transpose through the warp's slice of `scratch` (own TempStorage would cost
+// occupancy). CUB pads power-of-two VT above 4, which overflows: by hand.
 template <int VT, bool Full, class T, class Out>
 __device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch, Out out, int count, int tid) {
   using store = cub::WarpStore<T, VT, cub::WARP_STORE_TRANSPOSE>;
@@ -383,24 +345,18 @@ __device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch,
   }
 }
 
-// store_warp_striped for merge sort's 4-way passes, which also sample their
-// output: out[0] is element `at` of the pass's output, and element p with
-// p % 32 == 0 also goes to samples[p / 32] (samples may be null). A warp whose
-// first output is not at a multiple of 32 stores by hand along 32-aligned
-// segments (straddling stores cost a 4-way pass 0.14 ms at 2^28, H100). Kept
-// apart from store_warp_striped, whose other callers it slowed
-// (docs/cuda-merge-sort.md, Tried).
+// store_warp_striped that also samples: out[0] is output element `at`; element
+// p with p % 32 == 0 goes to samples[p / 32] (samples may be null). Misaligned
+// warps store along 32-aligned segments (straddling: +0.14 ms a 4-way pass at
+// 2^28, H100); apart since it slowed the other callers (docs/cuda-merge-sort.md).
 template <int VT, bool Full, class T, class Out>
 __device__ __forceinline__ void store_warp_striped_sampled(const T (&x)[VT], T* scratch, Out out, int count, int tid,
                                                            T* samples, index_t at) {
   using store = cub::WarpStore<T, VT, cub::WARP_STORE_TRANSPOSE>;
   const int warp_base = (tid / 32) * 32 * VT;
   const int lane = tid % 32;
-  // The warp's first output lies `lead` elements into a 32-aligned segment of
-  // the pass's output.
   const int lead = static_cast<int>((at + warp_base) % 32);
-  // CUB's unpadded storage declares one element more than the exchange
-  // touches (32 * VT + 1); only the first 32 * VT, the warp's slice, are used.
+  // Fits the slice: see store_warp_striped.
   if constexpr (sizeof(typename store::TempStorage) <= (32 * VT + 1) * sizeof(T)) {
     if (lead == 0) {
       auto& temp = *reinterpret_cast<typename store::TempStorage*>(scratch + warp_base);
@@ -415,8 +371,7 @@ __device__ __forceinline__ void store_warp_striped_sampled(const T (&x)[VT], T* 
     }
   }
   if (lead != 0 || sizeof(typename store::TempStorage) > (32 * VT + 1) * sizeof(T)) {
-    // Through the slice by hand: the outputs in order, then stored along
-    // 32-aligned segments.
+    // By hand, along 32-aligned segments.
 #pragma unroll
     for (int i = 0; i < VT; ++i) scratch[warp_base + VT * lane + i] = x[i];
     __syncwarp();
@@ -428,8 +383,7 @@ __device__ __forceinline__ void store_warp_striped_sampled(const T (&x)[VT], T* 
     }
   }
   if (samples != nullptr) {
-    // The warp's outputs are in order in its slice now (either way): sample
-    // s is element 32 s + first there, stored together (write_warp_samples).
+    // The slice holds the warp's outputs in order: sample s is element 32 s + first.
     const int first = (32 - lead) % 32;
     const int left = (Full || count - warp_base >= 32 * VT ? 32 * VT : count - warp_base) - first;
     const int taken = left <= 0 ? 0 : (left + 31) / 32;

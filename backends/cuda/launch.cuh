@@ -1,7 +1,5 @@
-// Everything about launching a kernel: which launch box a call uses (the
-// policy's own, or the tuning table's line for the architecture the kernel
-// was compiled for), how it is launched (programmatic dependent launch where
-// that architecture has it) and the debug printout of the plan.
+// Launching a kernel: the box a call uses (the policy's, or the tuned line of
+// the kernel's compiled architecture), PDL where available, debug printout.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -30,9 +28,8 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// What CUDA knows of a compiled kernel (its PTX target, its static shared
-// memory), asked once per (device, kernel) and cached. A device with no image
-// for the kernel is told in words; other errors keep their name.
+// A kernel's attributes (PTX target, static shared memory), cached per
+// (device, kernel); a missing image is told in words.
 inline const cudaFuncAttributes& kernel_attributes(const void* kernel, const device_info& dev,
                                                    const char* algorithm) {
   static std::mutex mutex;
@@ -54,10 +51,8 @@ inline const cudaFuncAttributes& kernel_attributes(const void* kernel, const dev
   return cache.emplace(key, attr).first->second;
 }
 
-// The architecture (x 10) `kernel` was compiled for, as the device will run
-// it: its PTX target, which is what __CUDA_ARCH__ saw. Asked of each kernel
-// rather than of one probe, because translation units of one program may be
-// built for different architectures.
+// The architecture (x 10) `kernel` was compiled for (its PTX target); asked a
+// kernel, since translation units may target different architectures.
 inline int kernel_arch(const void* kernel, const device_info& dev, const char* algorithm) {
   return kernel_attributes(kernel, dev, algorithm).ptxVersion;
 }
@@ -84,13 +79,9 @@ struct merge_box_of<launch_boxes<B1, B2, Ways>> {
   using type = B2;
 };
 
-// Whether line `index` of the tuning tables can serve this translation
-// unit's kernels. nvcc names the architectures it compiles for in
-// __CUDA_ARCH_LIST__ (in the host pass too), and a kernel runs as one of them
-// (kernel_arch), so the lines no listed architecture maps to are never
-// picked; with_tuned_boxes leaves their kernels uninstantiated (the line
-// before sm_80 has boxes of its own and would double every tuned call's
-// kernels in builds for sm_80 and newer). Without the macro, every line.
+// Whether line `index` can serve this translation unit's kernels, by
+// __CUDA_ARCH_LIST__ (every line without it): with_tuned_boxes leaves the
+// others uninstantiated, so the pre-sm_80 line does not double sm_80+ builds.
 constexpr bool line_compiled(std::size_t index) {
 #ifdef __CUDA_ARCH_LIST__
   for (int arch : {__CUDA_ARCH_LIST__}) {
@@ -103,13 +94,9 @@ constexpr bool line_compiled(std::size_t index) {
 #endif
 }
 
-// Calls f(boxes...) with the boxes of the tuning-table line for the
-// architecture the call's kernels were compiled for. Table is a type whose
-// static member `lines` is a tuning table (policies/launch_box.hpp, newest
-// line first) and whose static boxes<I>() returns line I's boxes as a tuple;
-// kernel_of(boxes...) names a kernel those boxes launch: its compiled
-// architecture picks the line. Lines with equal boxes share one kernel, which
-// is asked once.
+// Calls f(boxes...) with the tuned line's boxes for the kernels' compiled
+// architecture. Table: static `lines` (policies/launch_box.hpp) and boxes<I>()
+// as a tuple; kernel_of(boxes...) names a kernel whose architecture picks it.
 template <class Table, class KernelOf, class F>
 void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& kernel_of, F&& f) {
   constexpr std::size_t n = std::size(Table::lines);
@@ -151,12 +138,9 @@ void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& 
   }
 }
 
-// Programmatic dependent launch (sm_90+): a kernel may be scheduled while the
-// one before it on the stream still runs, hiding its launch latency; it waits
-// in wait_for_prerequisite_grid() before its first read of what that kernel
-// wrote (the wait covers the complete grid and its memory). A kernel lets its
-// successor start early with allow_dependent_launch(). Both are no-ops when
-// the kernel was launched normally or compiled for an older architecture.
+// Programmatic dependent launch (sm_90+) hides launch latency: a kernel waits
+// in wait_for_prerequisite_grid() before reading its predecessor's output.
+// Both are no-ops without PDL or on older architectures.
 __device__ __forceinline__ void allow_dependent_launch() {
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -168,8 +152,7 @@ __device__ __forceinline__ void wait_for_prerequisite_grid() {
 #endif
 }
 
-// A grid holds at most 2^31-1 CTAs in x (cudaDeviceProp::maxGridSize[0] on
-// every GPU since sm_30); our grids are one tile a CTA.
+// A grid holds 2^31-1 CTAs in x (maxGridSize[0] since sm_30), one tile each.
 inline constexpr index_t max_grid_ctas = 0x7fffffff;
 
 [[noreturn]] inline void throw_too_many_tiles(const char* algorithm) {
@@ -177,11 +160,9 @@ inline constexpr index_t max_grid_ctas = 0x7fffffff;
                               ": input too large for one grid with this launch box (more than 2^31-1 tiles)");
 }
 
-// Launches `kernel` on `stream` with the launch attribute `attribute` (none
-// when null). Errors come from cudaLaunchKernelEx itself, so no check reads
-// the last-error slot (an earlier, unrelated failure may sit there). The error
-// names what_prefix + what, built only on failure (a heap allocation a launch
-// otherwise, on the small calls' host path).
+// Launches with `attribute` (none when null). Errors come from
+// cudaLaunchKernelEx itself, not the last-error slot; the message is built
+// only on failure (saving small calls a heap allocation).
 template <class... Params, class... Args>
 void launch_named(const cudaLaunchAttribute* attribute, void (*kernel)(Params...), index_t grid, int nt,
                   std::size_t smem, cudaStream_t stream, const char* algorithm, const char* what_prefix,
@@ -208,15 +189,10 @@ void launch_with(const cudaLaunchAttribute* attribute, void (*kernel)(Params...)
   launch_named(attribute, kernel, grid, nt, smem, stream, algorithm, "", what, std::forward<Args>(args)...);
 }
 
-// Launches `kernel` on `stream`. With `dependent` and a kernel compiled for
-// sm_90+, a programmatic dependent launch: the kernel must call
-// wait_for_prerequisite_grid() before it reads what earlier work on the
-// stream wrote. (One exception: where the kernel before it calls
-// allow_dependent_launch() only after its own wait, as partition_kernel
-// does, the earlier work is complete when this one starts, and only that
-// kernel's own output needs the wait; merge_kernel's first tiles rely on
-// it.) The compiled architecture decides, not the device's: code built for
-// sm_80 has no griddepcontrol instructions to wait.
+// Launches `kernel`; with `dependent` and a kernel compiled for sm_90+, by PDL:
+// it must call wait_for_prerequisite_grid() before reading earlier work (only
+// the predecessor's output where that one allows launch after its own wait, as
+// partition_kernel does; merge_kernel's first tiles rely on it).
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream, bool dependent,
             const device_info& dev, const char* algorithm, const char* kernel_name, Args&&... args) {
@@ -229,9 +205,8 @@ void launch(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, c
                std::forward<Args>(args)...);
 }
 
-// How many CTAs of `kernel` (nt threads, smem bytes of dynamic shared memory)
-// the device holds at once: one wave of its grid. Cached per (device,
-// kernel); the shared-memory limit must be raised before (below).
+// CTAs of `kernel` resident at once (one wave), cached per (device, kernel);
+// raise the shared-memory limit first.
 template <class Kernel>
 int wave_ctas(Kernel kernel, int nt, std::size_t smem, const device_info& dev, const char* algorithm) {
   static std::mutex mutex;
@@ -246,17 +221,14 @@ int wave_ctas(Kernel kernel, int nt, std::size_t smem, const device_info& dev, c
   return cache.emplace(key, per_sm * dev.sms).first->second;
 }
 
-// wave_ctas, or 0 when the device cannot launch cooperative kernels. A
-// cooperative grid no larger than this is resident in full, so its grid-wide
-// barriers cannot wait on a CTA that never started.
+// wave_ctas, or 0 without cooperative launch: a grid this size is fully
+// resident, so its grid barriers cannot wait on an unstarted CTA.
 template <class Kernel>
 int resident_ctas(Kernel kernel, int nt, std::size_t smem, const device_info& dev, const char* algorithm) {
   return dev.cooperative ? wave_ctas(kernel, nt, smem, dev, algorithm) : 0;
 }
 
-// Launches `kernel` as a cooperative grid (cudaLaunchAttributeCooperative):
-// all its CTAs resident at once, so it may call cooperative_groups'
-// this_grid().sync(). grid must not exceed resident_ctas().
+// Launches a cooperative grid (may call this_grid().sync()); grid <= resident_ctas().
 template <class... Params, class... Args>
 void launch_cooperative(void (*kernel)(Params...), index_t grid, int nt, std::size_t smem, cudaStream_t stream,
                         const char* algorithm, const char* kernel_name, Args&&... args) {
@@ -267,14 +239,12 @@ void launch_cooperative(void (*kernel)(Params...), index_t grid, int nt, std::si
                std::forward<Args>(args)...);
 }
 
-// Raises a kernel's dynamic shared memory limit when a box needs more than the
-// default 48 KB a block together with the kernel's static shared memory, or
+// Raises a kernel's dynamic shared memory limit past 48 KB when needed, or
 // says clearly that the device cannot give that much.
 template <class Kernel>
 void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& dev, int nt, int vt,
                            const char* algorithm) {
-  // The kernel's static __shared__ bytes (CUB's temporary storage and the
-  // like) count against the same per-block limit.
+  // Static __shared__ bytes count against the same limit.
   const std::size_t fixed = kernel_attributes(reinterpret_cast<const void*>(kernel), dev, algorithm).sharedSizeBytes;
   if (bytes + fixed > static_cast<std::size_t>(dev.smem_optin)) {
     throw std::invalid_argument(std::string("libmerge::") + algorithm + ": launch box nt=" + std::to_string(nt) +
@@ -290,10 +260,8 @@ void prepare_shared_memory(Kernel kernel, std::size_t bytes, const device_info& 
   }
 }
 
-// The largest element (key, plus value for by-key calls) the CUDA backend
-// takes, in bytes. Tiles keep elements in registers and shared memory, and a
-// kernel moving 4 KB elements takes minutes to compile and runs from local
-// memory; larger elements are refused before any kernel is instantiated.
+// The largest element (key plus value) the CUDA backend takes, in bytes: 4 KB
+// elements took minutes to compile and ran from local memory.
 inline constexpr std::size_t max_element_bytes = 1024;
 
 [[noreturn]] inline void throw_element_too_large(const char* algorithm, std::size_t bytes) {

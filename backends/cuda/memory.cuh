@@ -1,6 +1,5 @@
-// Temporary storage for one call, taken from the policy's allocator on the
-// call's stream and given back in stream order: no device-wide synchronization
-// (except on GPUs without stream-ordered memory pools, below).
+// A call's temporary storage, from the policy's allocator in stream order (no
+// device-wide synchronization, except without memory pools).
 #pragma once
 
 #include <cuda.h>  // CUresult, CUcontext (context_id; no link to libcuda)
@@ -23,9 +22,7 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// What libmerge's pool keeps reserved after its calls (freed memory above it
-// goes back to the driver at the next synchronization): a quarter of the
-// device's memory unless set (lm::cuda::set_pool_keep), since a large sort's
+// What libmerge's pool keeps reserved (lm::cuda::set_pool_keep): a large sort's
 // scratch given back every call is mapped again at the next.
 // H200, 2^28 sorted keys: 2.16 ms given back, 0.62 kept (issue 26; docs/cuda-merge-sort.md)
 inline constexpr std::uint64_t pool_keep_default = ~std::uint64_t(0);  // a quarter of the device's memory
@@ -44,9 +41,8 @@ inline std::uint64_t pool_keep_bytes() {
   return total_bytes / 4;
 }
 
-// The unique id of the calling thread's current context (cuCtxGetId, CUDA
-// 12.0 on, reached through the runtime's driver entry points: no link to
-// libcuda); 0 where there is none yet or the driver cannot tell.
+// The current context's id (cuCtxGetId via the runtime's driver entry points,
+// no libcuda link); 0 where unknown.
 inline unsigned long long context_id() {
   using current_fn = CUresult (*)(CUcontext*);
   using id_fn = CUresult (*)(CUcontext, unsigned long long*);
@@ -70,9 +66,7 @@ inline unsigned long long context_id() {
   return id;
 }
 
-// LIBMERGE_NO_MEMORY_POOLS=1 pretends the device has no memory pools;
-// =create, that libmerge's pool cannot be made (tests of the fallbacks). Read
-// at every allocation: one getenv, no string built.
+// LIBMERGE_NO_MEMORY_POOLS=1: no pools; =create: the pool cannot be made (tests).
 inline const char* no_memory_pools_setting() {
   const char* off = std::getenv("LIBMERGE_NO_MEMORY_POOLS");
   return off != nullptr && *off != '\0' && *off != '0' ? off : nullptr;
@@ -81,10 +75,8 @@ inline bool refuses_pool_creation(const char* setting) {
   return setting != nullptr && std::strcmp(setting, "create") == 0;
 }
 
-// The calling thread's stream-capture mode relaxed while it lives: creating a
-// pool and cudaMemGetInfo are "potentially unsafe" calls a global or
-// thread-local capture refuses (and is invalidated by); they queue no stream
-// work, so relaxing is safe, as the CUDA guide advises libraries.
+// Relaxes the thread's capture mode while it lives: pool creation and
+// cudaMemGetInfo are refused under capture but queue no work, so this is safe.
 class relaxed_capture_mode {
  public:
   relaxed_capture_mode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
@@ -96,12 +88,9 @@ class relaxed_capture_mode {
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
-// libmerge's stream-ordered memory pool, one per device and context, made on
-// first use. Unlike the default pool: no reuse through internal dependencies
-// (it may hand stream 2 a block pending free on stream 1 and make it wait,
-// serializing independent streams), and the release threshold above. Keyed by
-// context too: after cudaDeviceReset a pool cached by device alone dangles.
-// Null where it cannot be made (the caller falls back to cudaMalloc).
+// libmerge's pool per (device, context), made on first use: no reuse through
+// internal dependencies (which serialize independent streams) and the release
+// threshold above; by context since cudaDeviceReset. Null: use cudaMalloc.
 inline cudaMemPool_t memory_pool(int device) {
   relaxed_capture_mode relaxed;  // the first call may come inside a capture
   static std::mutex mutex;
@@ -141,9 +130,8 @@ inline bool has_memory_pools(int device) {
   return supported != 0;
 }
 
-// lm::cuda::pool_allocator: from the stream's device's pool, in stream order;
-// without pools (old drivers, some virtualized GPUs, a pool that cannot be
-// made), cudaMalloc and cudaFree, which synchronize the device.
+// lm::cuda::pool_allocator: the stream's device's pool, in stream order; without
+// pools, cudaMalloc and cudaFree, which synchronize the device.
 struct pool_storage {
   static void* allocate(std::size_t bytes, cudaStream_t stream, bool& pooled) {
     const int device = stream_device(stream, "temporary storage");

@@ -29,15 +29,10 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// Shared memory of a merge tile: keys (A's range, then B's) and, for
-// merge_by_key, values and each output's source offset in the tile. Keys
-// staged by bulk copies (StagedRanges ranges: a merge's A and B, a 4-way
-// pass's four pieces) keep their sources' offsets in 16-byte lines
-// (bulk_ranges_bytes); their barrier comes last. Keys-only walks of numbers
-// read one slot past a side's end (side_key): room for NV + 1 keys (staged
-// ranges leave at least 2 R - 1 slots after the last). Tiles with values keep
-// NV and read the values' first slot there (walks_past_end; NV + 1 made the
-// sort's pair passes spill, docs/cuda-merge-sort.md).
+// Merge tile's shared memory: keys, and for merge_by_key values and source
+// offsets. Bulk-staged keys keep their 16-byte line offsets (bulk_ranges_bytes),
+// barrier last. Keys-only: NV + 1 slots for side_key's read past the end; with
+// values, NV (walks_past_end; NV + 1 made pair passes spill, docs/cuda-merge-sort.md).
 template <class K, class V, bool WithValues, int NV, int StagedRanges = 0>
 struct merge_layout {
   static constexpr bool with_values = WithValues;
@@ -50,9 +45,7 @@ struct merge_layout {
   static constexpr std::size_t bytes = barrier + (StagedRanges > 0 ? 16 : 0);
 };
 
-// Whether a merge stages its tiles' keys by bulk copies (bulk_load.cuh;
-// kernels for sm_90 and later do, the layout leaves room on every
-// architecture): keys-only merges of keys up to 4 bytes through plain pointers.
+// Whether tiles' keys are staged by bulk copies (bulk_load.cuh): keys-only, <= 4 bytes.
 // H200, int32 keys 2^24..2^28: 0.89-0.91x the time of register loads; int64
 // and pairs lost (docs/cuda-merge.md, "Tiles staged by bulk copies").
 template <class Geometry>
@@ -64,16 +57,12 @@ template <class Geometry, int NV>
 using merge_tile_layout = merge_layout<typename Geometry::key_type, typename Geometry::value_type,
                                        Geometry::with_values, NV, bulk_keys_of<Geometry> ? 2 : 0>;
 
-// What one SM holds on the architecture of this compilation pass: its
-// tuning entry's limits (policies/launch_box.hpp; none on the host pass).
+// This compilation pass's SM limits (policies/launch_box.hpp).
 inline constexpr tuning::sm_limits sm_here = tuning::here.sm;
 inline constexpr int sm_max_threads = sm_here.threads;
 
-// Registers decide how many CTAs share a multiprocessor, and the merge is
-// bound by how many loads are in flight: ask for a full SM (on sm_80/90/100,
-// 2048 threads, which leaves 32 registers a thread). Elements above 16 bytes
-// would spill at that limit, and architectures whose entry sets no limits
-// (sm_101, sm_110, and before sm_80 but sm_75) get no limit at all.
+// The merge is bound by loads in flight: ask for a full SM (32 registers a
+// thread on sm_80/90/100); none for elements over 16 bytes (they would spill).
 template <class Box, std::size_t ElementBytes>
 inline constexpr int min_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
@@ -96,9 +85,7 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
   const index_t a_at = r.problem.a_begin + r.a0;
   const index_t b_at = r.problem.b_begin + r.b0;
   const int tid = static_cast<int>(threadIdx.x);
-  // A's range at keys[0, na), B's at keys[kb, kb + nb): back to back where
-  // loaded through registers, where the sources' alignment puts them where
-  // staged.
+  // A at keys[0, na), B at keys[kb, kb + nb) (a gap where staged).
   K* keys = reinterpret_cast<K*>(smem + layout::keys);
   int kb = na;
   constexpr bool bulk = tuning::here.merge.loads == tuning::tile_loads::bulk_copies && bulk_keys_of<Geometry>;
@@ -111,8 +98,7 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
   } else {
     load_tile<Box::nt, Box::vt, Full>(g.a_keys + a_at, na, g.b_keys + b_at, count, keys, tid);
     if constexpr (with_values) {
-      // Values load together with the keys: twice the bytes in flight, and no
-      // second trip to memory after the merge.
+      // Values load with the keys: twice the bytes in flight, no second trip.
       V* vals = reinterpret_cast<V*>(smem + layout::vals);
       load_tile<Box::nt, Box::vt, Full>(g.a_vals + a_at, na, g.b_vals + b_at, count, vals, tid);
     }
@@ -124,16 +110,14 @@ __device__ __forceinline__ void merge_tile(const Geometry& g, const tile_range& 
   cta_merge<Box::vt, bounds::lower, walks_past_end>(keys, na, kb, nb, tid, merged, src, comp);
 
   if constexpr (!with_values) {
-    // Keys only: out through the tile's key buffer, once every thread has
-    // finished reading it.
+    // Keys only: out through the key buffer once every thread has read it.
     __syncthreads();
     // Transpose even where staged: bulk_store took 1.04x-1.08x the time below
     // 2^24 (H200; docs/cuda-merge.md, "Tried and dropped").
     store_warp_striped<Box::vt, Full>(merged, reinterpret_cast<K*>(smem + layout::keys), keys_out + out0, count,
                                       tid);
   } else {
-    // Keys and values: publish each output's source offset, then gather key and
-    // value through it (values need no exchange of their own).
+    // Keys and values: gather both through each output's published source offset.
     const V* vals = reinterpret_cast<const V*>(smem + layout::vals);
     tile_offset* sources = reinterpret_cast<tile_offset*>(smem + layout::sources);
 #pragma unroll
@@ -157,14 +141,10 @@ template <class Geometry>
 inline constexpr std::size_t element_bytes =
     sizeof(typename Geometry::key_type) + (Geometry::with_values ? sizeof(typename Geometry::value_type) : 0);
 
-// One CTA per tile. With SelfEnds the first `self_tiles` tiles find their own
-// two ends, a warp each (warp_merge_path), while the partition kernel finds the
-// rest (or does not run: `partitioned` false). That kernel allows this one to
-// start only after its own wait (allow_dependent_launch), so those tiles may
-// read the inputs at once; with no partition kernel they wait for the work
-// before them. Later tiles wait for the whole partition grid. A self-found end
-// and the partition kernel's agree for a strict weak order; otherwise tiles may
-// overlap or leave gaps, and find_tile_range keeps every access in range.
+// One CTA per tile. SelfEnds: the first `self_tiles` tiles find their ends by
+// warp_merge_path while the partition kernel (if `partitioned`) finds the rest;
+// it allows launch only after its own wait, so they may read inputs at once.
+// Without a strict weak order find_tile_range keeps accesses in range.
 // Small tiles only (self_ends_waves_all): in the large tiles' kernel it cost
 // up to 1.04x the time (H200; docs/cuda-merge.md).
 template <class Box, bool SelfEnds, class Geometry, class KeysOut, class ValsOut, class Comp>
@@ -206,10 +186,8 @@ __global__ void __launch_bounds__(Box::nt, min_ctas_per_sm<Box, element_bytes<Ge
   }
 }
 
-// Small tiles (SelfEnds) find their own ends: all up to self_ends_waves_all
-// waves (no partition kernel), else the first self_ends_waves_first waves. Below
-// that the partition kernel's launch and load chain leave the GPU idle; above,
-// they hide behind the first wave (docs/tuning.md).
+// Which small tiles find their own ends: the partition kernel's launch and load
+// chain idle the GPU below a wave or two, hide behind it above (docs/tuning.md).
 
 template <class Box, bool SelfEnds, class Policy, class Geometry, class KeysOut, class ValsOut, class Comp>
 void launch_merge(const Policy& policy, const device_info& dev, const Geometry& g, KeysOut keys_out,
@@ -255,13 +233,11 @@ inline constexpr std::size_t value_tile_bytes = sizeof(V) + sizeof(tile_offset);
 template <>
 inline constexpr std::size_t value_tile_bytes<void> = 0;
 
-// The merge tuning table, for keys of type K and values of type V (void for
-// keys-only merges).
+// The merge tuning table for keys K and values V (void: keys only).
 template <class K, class V>
 struct merge_table {
   static constexpr const auto& lines = tuning::merge;
-  // Shared memory per element of a tile: the key, and for merge_by_key the
-  // value and its source offset.
+  // Shared memory an element: key, and for merge_by_key value and source offset.
   static constexpr std::size_t tile_bytes = sizeof(K) + value_tile_bytes<V>;
 
   static constexpr int vt(int vt_keys, int vt_pairs) {
@@ -271,14 +247,11 @@ struct merge_table {
       return tuning::scale_vt(vt_pairs, 8, sizeof(K) + sizeof(V));
     }
   }
-  // Elements so large that even one a thread would overflow
-  // tuning::tile_smem_merge get fewer threads too (halving, but always whole
-  // warps, down to one warp).
+  // Elements too large for tuning::tile_smem_merge get fewer threads (fit_threads).
   static constexpr int nt(int line_nt, int vt) {
     return tuning::fit_threads(line_nt, vt, tile_bytes, tuning::tile_smem_merge);
   }
-  // Line I's boxes: the large tiles, the small ones, and the size (log2) from
-  // which the large ones are used.
+  // Line I's boxes: large tiles, small ones, and the log2 size from which large.
   template <std::size_t I>
   static constexpr auto boxes() {
     constexpr tuning::merge_line line = lines[I];
@@ -299,9 +272,8 @@ struct merge_kernel_of {
   }
 };
 
-// Calls f(box) with the merge box of a call that merges n elements in all:
-// the policy's, or the tuned line's (for the architecture the merge kernel
-// was compiled for) large or small tiles.
+// Calls f(box) with the box of a merge of n elements: the policy's, or the
+// tuned line's large or small tiles.
 template <class Policy, class K, class V, class Geometry, class KeysOut, class ValsOut, class Comp, class F>
 void with_merge_box(const device_info& dev, const char* algorithm, index_t n, F&& f) {
   using Box = typename Policy::box_type;

@@ -1,18 +1,9 @@
-// CUDA sorted_search and sorted_equality_count (SortedSearch in seeds/003):
-// the host side (plans, tuning, launches, the backend entry).
-//
-// A search with bounds::lower is a merge of A and B in which A wins ties: the
-// number of B elements before a_i in it is a_i's lower bound in B, the number
-// of A elements before b_j is b_j's upper bound in A. So the dense path is the
-// merge's machinery with another ending: partition_kernel (partition.cuh), which
-// also flags crossings out of order (unsorted input, broken comparator), then
-// search_kernel (search/dense.cuh), which records bounds and match flags
-// instead of keys. bounds::upper is the same search of (B, A).
-//
-// Where only one side writes and the other is much longer (needle_rules),
-// streaming it costs more than searching each needle in it:
-// needle_search_kernel (search/needle.cuh). A small haystack is searched 4-ary
-// per needle sooner: a small call is a chain of dependent loads.
+// CUDA sorted_search and sorted_equality_count: the host side.
+// bounds::lower is a merge of A and B in which A wins ties: B elements before
+// a_i give its lower bound, A elements before b_j its upper bound. Dense path:
+// partition_kernel (partition.cuh) then search_kernel (search/dense.cuh);
+// bounds::upper searches (B, A). One-sided calls against a much longer side
+// search each needle instead (needle_rules, search/needle.cuh).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -49,10 +40,8 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// The counts start at zero. Where tiles add matches a memset must come first;
-// a search that reports no matches has its one kernel (block 0) write the
-// zeros instead, sparing a launch. Returns what the kernel of `grid` blocks
-// must zero (null: nothing).
+// Zeroes the counts: a memset where tiles add matches, else the kernel's block
+// 0 (saving a launch). Returns what the kernel must zero (null: nothing).
 // H200, 256 needles in 2^20 keys: 0.0136 ms with a memset, 0.0079 without counts (docs/cuda-sorted-search.md)
 template <search_type TypeA, search_type TypeB>
 match_counts* counts_to_zero(match_counts* counts, index_t grid, cudaStream_t stream, const char* algorithm) {
@@ -63,11 +52,9 @@ match_counts* counts_to_zero(match_counts* counts, index_t grid, cudaStream_t st
   return nullptr;
 }
 
-// How the per-needle search probes. Needles denser than quaternary_below share
-// more of each other's lines: 4-ary there halves the chain of dependent loads
-// (a box with probe_4ary: always). From there on, numbers in their natural
-// order go binary down to a window of interpolate_from needle spacings, then
-// by interpolation, which replaces the binary kernel (not instantiated then).
+// How the per-needle search probes: 4-ary for needles denser than
+// quaternary_below (halves the load chain), else for numbers in natural order
+// binary then interpolation (the binary kernel is then not instantiated).
 // H200, 2^28 int32: interpolation 0.181 vs 0.246 ms 4-ary at |B|/64, 0.53 vs 0.42 at |B|/16 (docs/cuda-sorted-search.md)
 struct needle_plan {
   needle_probe probe;
@@ -130,8 +117,7 @@ void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, inde
       run(index, std::integral_constant<needle_probe, needle_probe::binary>{});
     }
   };
-  // int positions (a third fewer instructions a search step) below 2^31
-  // keys, less a margin for the interpolation's block arithmetic.
+  // int positions (a third fewer instructions a step) below 2^31 keys less a margin.
   if (hay_size < 0x7fffff00) {
     run_probe(int{});
   } else {
@@ -184,9 +170,7 @@ void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, ind
   }
 }
 
-// When a search goes per needle, and how it probes: a tuning line's fields
-// (policies/launch_box.hpp). small_hay_log2_bytes 0: no rule for small
-// haystacks; small_needles_log2 0: none for few needles (a caller's box).
+// When a search goes per needle and how it probes (search_line fields, policies/launch_box.hpp).
 struct needle_rules {
   int sparse_ratio;
   int quaternary_below;
@@ -195,10 +179,8 @@ struct needle_rules {
   int small_needles_log2;
 };
 
-// One search (bounds::lower; the caller swaps the sides for upper): per needle
-// where only one side writes and the other is long enough (needle_rules; a
-// small haystack goes 4-ary), else tiles. counts (device memory) is zeroed on
-// the stream only once nothing can fail before the kernels run.
+// One search (bounds::lower; the caller swaps sides for upper), per needle or in
+// tiles. counts is zeroed only once nothing can fail before the kernels run.
 template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom,
           class Policy, class AIt, class BIt, class AOut, class BOut, class Comp>
 void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
@@ -234,9 +216,7 @@ template <class TA, class TB>
 struct search_table {
   static constexpr const auto& lines = tuning::search;
   static constexpr std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
-  // Keys so large that even one a thread overflows the tile's shared memory
-  // (a key and an int result an element) get fewer threads too, halving in
-  // whole warps, within tuning::tile_smem_portable.
+  // Keys too large for tuning::tile_smem_portable get fewer threads (fit_threads).
   static constexpr int nt(int line_nt, int vt) {
     return tuning::fit_threads(line_nt, vt, elem + sizeof(int), tuning::tile_smem_portable);
   }
@@ -267,9 +247,8 @@ struct search_kernel_of {
   }
 };
 
-// The search with bounds::lower on device iterators: the policy's box (with
-// the tuned ratios of the device's architecture, no needle-count rule) or
-// the tuned line.
+// The bounds::lower search with the policy's box (tuned ratios, no
+// needle-count rule) or the tuned line.
 template <search_type TypeA, search_type TypeB, a_writes AWrites, class Policy, class AIt, class BIt, class AOut,
           class BOut, class Comp>
 void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
@@ -280,8 +259,7 @@ void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t n
                     std::is_trivially_copyable_v<TB> && std::is_default_constructible_v<TB>,
                 "libmerge (CUDA backend): search keys must be trivially copyable and default-constructible");
   using table = search_table<TA, TB>;
-  // The tuned line for the architecture the search kernel was compiled for;
-  // a caller's box replaces its dense tile box.
+  // A caller's box replaces the tuned line's dense tile box.
   using Box = typename Policy::box_type;
   auto run = [&](auto box, auto needle_box, auto ratio, auto quaternary_below, auto interpolate_from,
                  auto small_hay_log2_bytes, auto small_ratio, auto small_needles_log2) {
@@ -301,8 +279,7 @@ void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t n
   }
 }
 
-// An output the search writes, as a kernel receives it; one it does not
-// write is passed on untouched (it may be nullptr or a discard_iterator).
+// An output as a kernel receives it; one not written passes untouched (may be null).
 template <bool Written, class It>
 auto output_to_device(It it, index_t length, const device_info& dev, const char* algorithm, const char* name) {
   if constexpr (Written) {
@@ -312,9 +289,8 @@ auto output_to_device(It it, index_t length, const device_info& dev, const char*
   }
 }
 
-// Where a call's match counts go: back to the caller (through a small
-// temporary and a wait for the stream), to the caller's device memory, or
-// nowhere (sorted_equality_count).
+// Where match counts go: returned (a temporary and a wait), to device memory,
+// or nowhere (sorted_equality_count).
 enum class counts_to { caller, device_memory, nowhere };
 
 // Every public form ends here.
@@ -339,8 +315,7 @@ match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index
     if constexpr (Counts == counts_to::device_memory) rc = range_of(rc.name, d_counts, 1);
     check_disjoint(algorithm, {ra, rb, rc}, {range_of("a_first", d_a, na), range_of("b_first", d_b, nb)});
   }
-  // The returning form counts in a temporary (taken before anything is
-  // written, so a failed allocation leaves the outputs untouched).
+  // The temporary is taken first: a failed allocation leaves outputs untouched.
   std::optional<temporary_storage<typename Policy::allocator_type>> temp;
   if constexpr (Counts == counts_to::caller) {
     temp.emplace(policy.allocator(), policy.stream(), sizeof(match_counts), algorithm);
@@ -352,8 +327,7 @@ match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index
     search_lower<TypeA, TypeB, AWrites>(policy, dev, d_a, na, d_b, nb, d_a_out, d_b_out, match_counters{ca, cb},
                                         d_counts, comp, algorithm);
   } else {
-    // Upper bounds of A into B and lower bounds of B into A: the lower search
-    // of (B, A).
+    // Upper bounds of A into B: the lower search of (B, A).
     search_lower<TypeB, TypeA, AWrites>(policy, dev, d_b, nb, d_a, na, d_b_out, d_a_out, match_counters{cb, ca},
                                         d_counts, comp, algorithm);
   }
@@ -378,8 +352,7 @@ struct backend_impl<algo::sorted_search, backend::cuda> {
   static constexpr bool available = true;
   static constexpr bool counts_in_place = true;
 
-  // Returns the counts: waits for the stream, unless no side counts matches
-  // (the counts are then zero without asking the device).
+  // Returns the counts: waits for the stream unless no side counts matches.
   template <bounds Bounds, search_type TypeA, search_type TypeB, class Policy, class AIt, class BIt, class AOut,
             class BOut, class Comp>
   static match_counts run(const Policy& policy, AIt a, index_t na, BIt b, index_t nb, AOut a_out, BOut b_out,
@@ -411,8 +384,7 @@ template <>
 struct backend_impl<algo::sorted_equality_count, backend::cuda> {
   static constexpr bool available = true;
 
-  // One pass: each A's lower bound from the merge-path search, then the run
-  // of equal elements of B that starts there. Asynchronous, like merge.
+  // Each A's lower bound, then B's run of equal elements there. Asynchronous.
   template <class Policy, class AIt, class BIt, class CountsOut, class Comp>
   static void run(const Policy& policy, AIt a, index_t na, BIt b, index_t nb, CountsOut counts, Comp comp) {
     using namespace cuda_backend;

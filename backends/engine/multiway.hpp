@@ -1,7 +1,5 @@
-// The k-way forms of the merge path (merge_path.hpp), plain C++ for host and
-// device: where a diagonal of the merge of 2 or 4 sorted runs falls in each
-// run (group_split, halves_split), and of any number (multiway_split, on
-// bounds.hpp's rank_in_run).
+// k-way merge path (merge_path.hpp), host and device: 2 or 4 runs
+// (group_split, halves_split) and any number (multiway_split).
 #pragma once
 
 #include "../../libmerge/detail/config.hpp"
@@ -12,10 +10,8 @@
 
 namespace libmerge::detail {
 
-// A 4-way merge is the merge of two 2-way merges, (R0 R1) and (R2 R3), so
-// where output diagonal d falls is a merge-path search over the two halves
-// whose probes are merge-path searches themselves. Both take the lower bound
-// (ties go to the earlier run), so the pass is stable.
+// A 4-way merge is the merge of (R0 R1) and (R2 R3): a merge-path search whose
+// probes are merge-path searches, both lower bounds, so the pass is stable.
 // H100, 2^28: a warp-wide 33-ary outer search took 0.5 to 4.6 ms a pass (docs/cuda-merge-sort.md)
 
 // A group's runs: run k is keys[k * width, ...) of the group, len[k] long.
@@ -32,8 +28,7 @@ struct run_split {
   index_t s[Ways];
 };
 
-// One half of a group: a run (Ways = 2) or two runs merged (Ways = 4), with
-// the element of rank i given the split of rank i between its runs.
+// One half of a group: a run (Ways = 2) or two runs merged (Ways = 4).
 template <int Ways, class K>
 struct run_half {
   const K* x;  // first run of the half
@@ -53,16 +48,13 @@ struct run_half {
   }
 };
 
-// A known point of a half's inner split (rank c has split s), used to bracket
-// the next search: the split and the rank minus the split both grow with rank.
+// A known inner split (rank c splits at s), bracketing the next search.
 struct known_split {
   index_t c, s;
 };
 
-// The inner splits of both halves at once (half 0 at rank c0, half 1 at
-// rank c1), each bracketed by known points below and above its rank. The two
-// binary searches advance in lockstep so that their loads are in flight
-// together.
+// Both halves' inner splits (ranks c0, c1), bracketed; the two binary searches
+// run in lockstep so their loads are in flight together.
 template <int Ways, class K, class Comp>
 LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void inner_splits(const run_half<Ways, K>& h0, index_t c0, known_split lo0, known_split hi0,
                                              const run_half<Ways, K>& h1, index_t c1, known_split lo1,
@@ -75,8 +67,7 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void inner_splits(const run_half<Ways,
                       index_t& to) {
       from = lo.s > c - (hi.c - hi.s) ? lo.s : c - (hi.c - hi.s);
       to = hi.s < lo.s + (c - lo.c) ? hi.s : lo.s + (c - lo.c);
-      // The valid range whatever the bracket says (it can miss only when comp
-      // is not a strict weak order): every probe stays in range.
+      // Clamped: probes stay in range even when comp is no strict weak order.
       const split_range<index_t> ok = diagonal_range(h.nx, h.ny, c);
       from = from > ok.lo ? from : ok.lo;
       to = to < ok.hi ? to : ok.hi;
@@ -104,13 +95,10 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE K last_before(const run_half<4, K>& h,
   return a_goes_first<bounds::lower>(h.x[s - 1], h.y[t - 1], comp) ? h.y[t - 1] : h.x[s - 1];
 }
 
-// Samples of both halves' inner splits at every multiple of nv (rank j * nv
-// of half h splits at s[h][j]; pair_sample_kernel writes them) and the
-// half's elements around each: keys[h][2j] of rank j * nv, keys[h][2j + 1]
-// of rank j * nv - 1. A 4-way tile starts at a multiple of nv, so a first
-// search over the samples (small, in L2) brackets every inner search to one
-// tile's worth of each run. Passed by value (a pointer to it would put it in
-// local memory); s[0] null for none.
+// Samples of the halves' inner splits at multiples of nv (s[h][j];
+// pair_sample_kernel) with the keys of ranks j * nv and j * nv - 1: searching
+// them first brackets each inner search to one tile. By value (a pointer puts
+// it in local memory); s[0] null for none.
 template <class K>
 struct half_samples {
   const index_t* s[2];
@@ -118,11 +106,9 @@ struct half_samples {
   index_t nv;
 };
 
-// The split of a 4-way merge at diagonal d (h0: runs 0 and 1, h1: runs 2 and
-// 3). Each inner search is bracketed by the outer probes before it, so they
-// shrink with the outer one: about log2(w)^2 / 2 loads for runs of w instead
-// of log2(w)^2. With samples (d a multiple of samples.nv), the search starts
-// inside one sample interval. The runs may lie anywhere (merge_four's pieces).
+// The split of a 4-way merge at diagonal d (h0: runs 0, 1; h1: runs 2, 3).
+// Bracketing inner searches by earlier outer probes halves the loads
+// (log2(w)^2 / 2); samples (d a multiple of samples.nv) start in one interval.
 template <class K, class Comp>
 LIBMERGE_HOST_DEVICE run_split<4> halves_split(const run_half<4, K>& h0, const run_half<4, K>& h1, index_t d,
                                                Comp& comp,
@@ -133,8 +119,7 @@ LIBMERGE_HOST_DEVICE run_split<4> halves_split(const run_half<4, K>& h0, const r
   index_t hi = d < n0 ? d : n0;
   known_split k0_lo{0, 0}, k0_hi{n0, h0.nx}, k1_lo{0, 0}, k1_hi{n1, h1.nx};
   if (samples.s[0] != nullptr && lo < hi) {
-    // Outer probes at m = j * nv: half 0's element of rank m and half 1's of
-    // rank d - 1 - m, which are sample keys of j and L - j.
+    // Outer probes at m = j * nv read sample keys of j and L - j.
     const index_t nv = samples.nv, L = d / nv;
     const index_t* s0 = samples.s[0];
     const index_t* s1 = samples.s[1];
@@ -196,15 +181,10 @@ LIBMERGE_HOST_DEVICE run_split<Ways> group_split(const run_group<Ways, K>& g, in
   }
 }
 
-// Where diagonal d of the stable merge of k sorted runs falls (ties go to the
-// lower run, then the earlier position): lo[r] of run r's elements
-// (runs[r].first[0, runs[r].n)) come before it at the end; lo, hi and count
-// are k slots each. Each step takes the middle element x of the widest
-// bracket and counts, within every bracket, the elements before x
-// (rank_in_run): a total under d puts x among the first d, so every floor
-// rises to its count, else every ceiling falls to it. Counted within the
-// brackets the total is under d exactly when the true one is (each count is
-// clamped to a bracket that holds the answer); at most k log2(n) steps end it.
+// Where diagonal d of the stable merge of k runs falls: lo[r] of run r's
+// elements precede it at the end (lo, hi, count: k slots each). Each step
+// counts, within every bracket, the elements before the widest bracket's middle
+// (rank_in_run) and raises floors or lowers ceilings; at most k log2(n) steps.
 template <class Run, class Comp>
 LIBMERGE_HOST_DEVICE void multiway_split(const Run* runs, int k, index_t d, index_t* lo, index_t* hi, index_t* count,
                                          Comp& comp) {

@@ -1,13 +1,7 @@
-// The cuts of each rank's output into the exchange's chunks (merge_sort.cuh,
-// step 4; splitters.cuh finds the exact splitters beside them). They need not
-// be exact, only the same prefix of the global order on every rank, and any
-// candidate c gives one for free: every sequence's count L_v(c) cuts the
-// first R(c) elements. So a chunk's cut is the first round's candidate with
-// the largest R(c) at most its target (chunk_target; snap_kernel; those
-// candidates lie every N / (1023 x sequences) or so of the global order),
-// clamped between the exact cuts of rank s's output (prefixes of one order
-// are nested, so the sequence-wise max and min of two are prefixes too).
-// Chunks thus cost the search no interval and no round.
+// The cuts of each rank's output into chunks (step 4). They need only be the
+// same prefix on every rank, so a chunk's cut is the first round's candidate
+// with the largest R(c) at most its target, clamped between the exact cuts:
+// chunks cost the search no interval and no round.
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -16,14 +10,9 @@
 
 namespace libmerge::detail::nccl_backend {
 
-// Where chunk c (c = 0 .. chunks) of rank s's output would start ideally:
-// G_s + floor(c n_s / chunks), from every rank's length (one every `stride`
-// words); c = chunks is G_{s+1}, and s = world with c = 0 the total. With a
-// taper t != 1 each chunk is t times the one before: chunk c starts at
-// G_s + n_s (1 - t^c) / (1 - t^chunks). Every rank must compute the same
-// target, GPUs of different architectures included, so each operation is
-// rounded on its own (the _rn intrinsics: never fused into an FMA, which
-// the compiler of one architecture may do and another not).
+// Where chunk c of rank s's output ideally starts: G_s + floor(c n_s / chunks),
+// or with taper t, G_s + n_s (1 - t^c) / (1 - t^chunks). The _rn intrinsics
+// (no FMA fusion) give every architecture the same target.
 __host__ __device__ inline double exact_mul(double a, double b) {
 #ifdef __CUDA_ARCH__
   return __dmul_rn(a, b);
@@ -38,8 +27,7 @@ __host__ __device__ inline double exact_sub(double a, double b) {
   return a - b;
 #endif
 }
-// G_s, where rank s's output starts in the global order: the lengths of the
-// ranks before it (s = world: the total).
+// G_s: the lengths of the ranks before s (s = world: the total).
 __host__ __device__ inline long long rank_start(const long long* lengths, int stride, int world, int s) {
   long long g = 0;
   for (int q = 0; q < s && q < world; ++q) g += lengths[q * stride];
@@ -59,11 +47,8 @@ __host__ __device__ inline long long chunk_target(const long long* lengths, int 
   return g + static_cast<long long>(exact_mul(static_cast<double>(lengths[s * stride]), share));
 }
 
-// The chunks' cuts (see the top of the file): block k = s x (chunks - 1) +
-// c - 1 takes, among the first round's candidates, the one with the largest
-// global position R at most chunk_target(s, c) (the lowest index of equals:
-// the same element proposed twice), and writes its count in each of the
-// rank's runs to sub[j x world x (chunks - 1) + k]; -1 where there is none.
+// The chunks' cuts: block k = s x (chunks - 1) + c - 1 writes its candidate's
+// count in run j to sub[j x world x (chunks - 1) + k]; -1 where there is none.
 struct best_candidate {
   long long r;
   int c;

@@ -1,6 +1,4 @@
-// The deadline of a call of the sort across GPUs (transport.cuh's
-// nccl_transport holds one): a thread that revokes the call's communicators
-// when its timeout passes, so that no wait, inside NCCL or not, outlasts it.
+// The deadline of a call of the sort across GPUs (nccl_transport holds one).
 #pragma once
 
 #include <dlfcn.h>
@@ -16,29 +14,18 @@
 
 namespace libmerge::detail::nccl_backend {
 
-// ncclCommRevoke where the NCCL this program runs with has it (2.28.7 and
-// later; the header it was built with may be newer than the library the
-// loader finds), else null.
+// ncclCommRevoke where the loaded NCCL has it (2.28.7 on), else null.
 inline ncclResult_t (*nccl_revoke())(ncclComm_t, int) {
   using revoke_fn = ncclResult_t (*)(ncclComm_t, int);
   static const revoke_fn f = reinterpret_cast<revoke_fn>(dlsym(RTLD_DEFAULT, "ncclCommRevoke"));
   return f;
 }
 
-// The call's deadline. A rank blocked where its own thread cannot look at a
-// clock (inside ncclGroupEnd while NCCL connects to a peer that never came,
-// or a host copy behind an NCCL kernel that waits for one) is freed by this
-// thread: when the timeout passes, it revokes the call's communicators
-// (ncclCommRevoke: everything in flight stops and the communicator is not
-// freed, so the blocked thread returns with an error and uses no freed
-// memory); the caller's thread then aborts them (abort_all, after stop()).
-// With an NCCL older than 2.28.7 (no revoke) this thread aborts them
-// (ncclCommAbort frees them) only while the caller's thread is blocked in
-// ncclGroupEnd (enter_wait .. leave_wait, under a lock); anywhere else the
-// caller's thread sees the deadline at its next check and aborts them itself,
-// so no abort frees a communicator under its other NCCL calls. (Inside
-// ncclGroupEnd NCCL frees it while the blocked call unwinds: the race that
-// revoke removes.)
+// A watchdog thread: when the timeout passes it revokes the communicators
+// (nothing freed, so a thread blocked inside NCCL returns with an error); the
+// caller's thread then aborts them. Without revoke (NCCL < 2.28.7) it aborts
+// them only while the caller is in ncclGroupEnd (enter_wait .. leave_wait),
+// so no abort frees a communicator under other NCCL calls.
 class watchdog {
  public:
   watchdog(std::vector<ncclComm_t> comms, double timeout_s)
@@ -86,8 +73,7 @@ class watchdog {
     fired_ = true;
     for (ncclComm_t c : comms_) {
       if (revoke(c, 0 /* NCCL_REVOKE_DEFAULT */) != ncclInProgress) continue;
-      // A non-blocking communicator revokes in the background: wait (a
-      // bounded while) so that the caller's abort does not overlap it.
+      // Revoke is asynchronous: wait a bounded while before the caller aborts.
       for (int i = 0; i < 100000; ++i) {
         ncclResult_t state = ncclSuccess;
         if (ncclCommGetAsyncError(c, &state) != ncclSuccess || state != ncclInProgress) break;

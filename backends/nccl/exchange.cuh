@@ -1,16 +1,13 @@
-// Steps 3 and 4 of the NCCL sort (merge_sort.cuh): the cut matrix the
-// splitter search leaves and its check, which piece of which run goes where
-// in each round, and the NCCL sends and receives of a round.
+// Steps 3 and 4 of the NCCL sort (merge_sort.cuh): the cut matrix and its
+// check, where each piece goes, and a round's sends and receives.
 #pragma once
 
 #include "plan.cuh"
 
 namespace libmerge::detail::nccl_backend {
 
-// A rank's cut matrix as the host received it (the same on every rank):
-// cut(q, j, b) = S of rank q's run j at boundary b (b = s x chunks + c
-// starts chunk c of rank s's output; splitters.cuh), q's status and the
-// length of its first run.
+// The cut matrix as the host received it (the same on every rank): cut(q, j, b)
+// of rank q's run j at boundary b (splitters.cuh), q's status and first-run length.
 struct cut_matrix {
   const long long* words;
   int world, runs, chunks;
@@ -24,20 +21,15 @@ struct cut_matrix {
   long long width(int q) const { return words[static_cast<std::size_t>(q) * stride() + stride() - 1]; }
   long long run_begin(int q, int j) const { return j == 0 ? 0 : width(q); }
   long long run_length(int q, int j, long long n) const { return runs == 1 ? n : (j == 0 ? width(q) : n - width(q)); }
-  // Rank q's piece of run j for chunk c of rank s: [from, from + count) of
-  // its runs.
+  // Rank q's piece of run j for chunk c of rank s.
   long long from(int q, int j, int s, int c) const { return run_begin(q, j) + cut(q, j, s * chunks + c); }
   long long count(int q, int j, int s, int c) const {
     return cut(q, j, s * chunks + c + 1) - cut(q, j, s * chunks + c);
   }
 };
 
-// Whether a cut matrix adds up, for sequences of `lengths` (one every
-// `stride` words: the ranks' lengths, or for the early round their first
-// runs'): every first run's length in range, every cut in order and in
-// range, and the cuts between the ranks' outputs (chunk 0 of each) exact,
-// adding up to G_s. (A chunk's cut inside a rank's output may lie anywhere
-// between them: splitters.cuh.)
+// Whether a cut matrix adds up for `lengths` (one every `stride` words): cuts
+// in order and range, and the ranks' output boundaries summing to G_s.
 inline bool cuts_add_up(const cut_matrix& m, const long long* lengths, int stride) {
   const int world = m.world;
   for (int q = 0; q < world; ++q) {
@@ -79,14 +71,10 @@ void check_cuts(const std::vector<rank_state<K, V>>& st, const header* all, cons
   }
 }
 
-// Where local rank r's pieces are and travel. Received piece (c, q, j)
-// (chunk c, from rank q's run j) lands at element at[index(c, q, j)] of the
-// rank's arrays (after its runs: from element n on); its own pieces stay in
-// its runs, at their offsets there. One offset serves the keys and the
-// values: plan_pieces starts each received piece at an element congruent to
-// its position in the sender's array modulo 16, so that NCCL writes it from a
-// 16-byte boundary in both arrays when the senders' arrays are 16-byte
-// aligned. Chunk c's merge writes [out[c], out[c + 1]) of the rank's shard.
+// Where local rank r's pieces lie: received piece (c, q, j) at element
+// at[index(c, q, j)] (from n on), its own in its runs. Offsets are congruent to
+// the sender's modulo 16, so NCCL writes from 16-byte boundaries in keys and
+// values alike. Chunk c's merge writes [out[c], out[c + 1]).
 struct piece_plan {
   int world = 0, runs = 0;
   std::vector<long long> at, n;  // chunks x world x runs: every piece's offset and length
@@ -97,9 +85,7 @@ struct piece_plan {
            static_cast<std::size_t>(j);
   }
 };
-// What the early round moved (the same on every rank): rank q's first-run
-// piece for rank s, [cut[q][s], cut[q][s + 1]) of q's first run, where
-// `moved` (else nothing went early).
+// What the early round moved, where `moved`: [cut[q][s], cut[q][s + 1]) of q's first run to s.
 struct early_cuts {
   bool moved = false;
   int world = 0;
@@ -152,8 +138,7 @@ inline piece_plan plan_pieces(int r, const cut_matrix& m, const header* all, std
   return p;
 }
 
-// What local rank r sends and receives of one array (elements of `size`
-// bytes) for run j in chunk c: pieces for the transport.
+// What local rank r sends and receives of one array for run j in chunk c.
 struct wire_plan {
   pieces out, in;
 };
@@ -162,9 +147,8 @@ struct wire_plan {
 inline std::size_t mirror_offset(const std::vector<long long>& mirror, int q, std::size_t size, const wire_piece& i) {
   return i.hi > i.lo ? static_cast<std::size_t>(mirror[static_cast<std::size_t>(q)]) * size + i.lo : 0;
 }
-// With the early round (mirror not empty) a first-run piece sends what the
-// early round did not (`part`: below or above it, not_sent) into the
-// receiver's mirror of the sender's first run, at its own offset there.
+// With the early round, a first-run piece sends what did not go early
+// (`part`, not_sent) into the receiver's mirror.
 inline wire_plan plan_wire(int r, int j, int c, const cut_matrix& m, const piece_plan& pp, std::size_t size,
                            const header* all, const std::vector<long long>& mirror, const early_cuts& e, int part) {
   wire_plan p;
@@ -190,9 +174,7 @@ inline wire_plan plan_wire(int r, int j, int c, const cut_matrix& m, const piece
   return p;
 }
 
-// One call of the transport's exchange for every local rank's keys (or
-// values), from and into the rank's own arrays: the pieces plan(i, size)
-// gives for local rank i (size: an element's bytes in that array).
+// One exchange call for every local rank's keys (or values): plan(i, size)'s pieces.
 template <class K, class V, class Transport, class Plan>
 void send_pieces(Transport& t, std::vector<rank_state<K, V>>& st, bool values, Plan&& plan) {
   std::vector<const char*> from;
@@ -209,9 +191,7 @@ void send_pieces(Transport& t, std::vector<rank_state<K, V>>& st, bool values, P
   t.exchange(from, out, to, in);
 }
 
-// One round of step 4 over every local rank: chunk c's pieces of every run,
-// keys and values, in one NCCL group on the ranks' exchange streams, from the
-// runs into the slots (plan_pieces). A rank's own pieces do not move.
+// One round of step 4: chunk c's pieces, keys and values, in one NCCL group.
 template <bool WithValues, class K, class V, class Transport>
 void exchange_pieces(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
                      const std::vector<piece_plan>& pp, const early_cuts& e, int c) {

@@ -1,15 +1,12 @@
-// Step 1 of the NCCL sort (merge_sort.cuh): each rank's checks and buffers
-// before the headers, the headers' all-gather (host wait 1) and the checks
-// every rank makes of every header before any rank touches its shard.
+// Step 1 of the NCCL sort (merge_sort.cuh): checks and buffers, the headers'
+// all-gather (host wait 1) and every rank's checks of every header.
 #pragma once
 
 #include "state.cuh"
 
 namespace libmerge::detail::nccl_backend {
 
-// The host's copies of what the ranks exchange (host_staging): each local
-// rank's header, every rank's headers as each local rank received them, and
-// the cut matrix with the ranks' status words.
+// The host's copies of what the ranks exchange (host_staging).
 struct host_view {
   header* send;
   header* all;  // local x world
@@ -18,9 +15,7 @@ struct host_view {
   unsigned long long* done;  // local x 2: the words behind the merges (close_merges)
 };
 
-// The rank's small device buffers, one allocation: its headers (sent and
-// received) and, unless `headers_only`, the searches' buffers and the done
-// words after them.
+// The rank's small device buffers in one allocation (headers_only: headers alone).
 template <class K, class V>
 void take_small(rank_state<K, V>& s, int world, bool headers_only, const char* algorithm) {
   s.search.world = world;
@@ -37,19 +32,15 @@ void take_small(rank_state<K, V>& s, int world, bool headers_only, const char* a
   s.early_search.carve(p + headers + s.search.bytes());
   s.done_send = reinterpret_cast<unsigned long long*>(p + headers + searches);
   s.done_all = s.done_send + 2;
-  // The first run's length, which the local sort writes: 0 until then (a
-  // rank whose sort fails still searches, clamped, and reads a set word).
+  // The first run's length: 0 until the local sort writes it (a failed rank reads it).
   check_cuda(cudaMemsetAsync(s.search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
   check_cuda(cudaMemsetAsync(s.early_search.width, 0, sizeof(long long), s.stream), algorithm, "cudaMemsetAsync");
   check_cuda(cudaMemsetAsync(s.done_send, 0, 32, s.stream), algorithm, "cudaMemsetAsync");
 }
 
-// A rank's checks and buffers before the headers. A failure is kept in
-// s.error and flagged in its header, and the rank still takes part in the
-// header exchange: every rank then throws alike (check_headers). Where its
-// buffers fail, it takes those of the headers alone (a few hundred bytes)
-// to report that; only a rank that cannot get even these, or make its
-// device current, throws here, and its peers wait for their deadline.
+// A rank's checks and buffers before the headers. A failure is flagged in its
+// header so every rank throws alike (check_headers); only a rank that cannot
+// get even the headers' buffers throws here (its peers wait for the deadline).
 template <bool WithValues, class K, class V, class Comp>
 void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h, int world, const char* algorithm) {
   h = header{};
@@ -68,8 +59,7 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
     int stream_device = 0;
     check_cuda(cudaStreamGetDevice(s.stream, &stream_device), algorithm, "cudaStreamGetDevice");
     if (stream_device != s.device) {
-      // Still report to the others, on a stream of the right device: one of
-      // its own, or where none can be made the device's default stream.
+      // Still report, on a stream of the right device (else its default stream).
       if (cudaStreamCreateWithFlags(&s.side, cudaStreamNonBlocking) != cudaSuccess) {
         cudaGetLastError();
         s.side = nullptr;
@@ -103,10 +93,7 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
   if (h.failed) take_small(s, world, true, algorithm);
 }
 
-// Every rank's header to every rank (host wait 1), on each rank's stream as
-// prepare_rank left it: a rank whose own stream is of another device sends
-// and waits on its side stream (the transport's would not do for its
-// communicator).
+// Every rank's header to every rank (host wait 1), on the streams prepare_rank left.
 template <class K, class V, class Transport>
 void exchange_headers(Transport& t, std::vector<rank_state<K, V>>& st, const host_view& h, const char* algorithm) {
   const int world = t.world();
@@ -135,8 +122,7 @@ void exchange_headers(Transport& t, std::vector<rank_state<K, V>>& st, const hos
   });
 }
 
-// A local rank that failed throws its own exception, its rank named
-// (before the error that names it to everyone else).
+// A failed local rank throws its own exception, its rank named.
 template <class K, class V>
 void rethrow_local_failure(const std::vector<rank_state<K, V>>& st, int world, const char* algorithm) {
   for (const rank_state<K, V>& s : st) {

@@ -1,17 +1,13 @@
-// Step 2 of the NCCL sort (merge_sort.cuh): each rank's local sort into its
-// runs (with the early round, its two runs one after the other), and what
-// puts a rank's own elements back, sorted, when a later step fails.
+// Step 2 of the NCCL sort (merge_sort.cuh): the local sort into runs, and
+// restore_shard for later failures.
 #pragma once
 
 #include "plan.cuh"
 
 namespace libmerge::detail::nccl_backend {
 
-// The local sort and the exchange's buffers: a failure becomes the rank's
-// status, which travels with its cuts (check_cuts). The runs and the receive
-// slots come from one allocation (rank_state::keys); the local sort's own
-// scratch is the caller's shard, which the merge overwrites at the end.
-// With the early round this sorts the first run only (sort_second the other).
+// The local sort (scratch: the caller's shard) and the exchange's buffers; a
+// failure becomes the rank's status (check_cuts). Early round: first run only.
 template <bool WithValues, class K, class V, class Comp>
 long long sort_rank(rank_state<K, V>& s, int world, const header* all, const call_plan& plan, Comp comp,
                     const char* algorithm) {
@@ -19,11 +15,8 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
     check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
     const local_policy par = cuda::par.on(s.stream);
     if (s.shard.n > 0) {
-      // The runs (n elements), the slots (n elements at most, and a margin
-      // on both sides of every piece of every chunk, plus 16 to start each
-      // piece at the offset plan_pieces picks; with the early round the
-      // mirrors first and less room for the slots: layout_early), and the
-      // tree's second buffer where needed.
+      // The runs, the slots with margins (plan_pieces; early: layout_early),
+      // and the tree's second buffer where needed.
       const std::size_t n = static_cast<std::size_t>(s.shard.n);
       const std::size_t margin = slot_margin<K, V, WithValues>();
       std::size_t received = n;
@@ -55,8 +48,7 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
         cuda_backend::runs_target<K, V>{s.keys, s.vals, !plan.early && plan.runs == 2, s.search.width}, comp,
         algorithm);
     (plan.early ? s.first_sorted : s.sorted) = true;
-    // The exchange's stream and events now, while the GPU sorts: made after
-    // host wait 2 they would hold the first round back.
+    // Made now, while the GPU sorts: after host wait 2 they delay the first round.
     open_exchange(s, plan, algorithm);
     return 0;
   } catch (...) {
@@ -65,8 +57,7 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
   }
 }
 
-// The early round's second sort: [W, n) into the second run, then W as the
-// first run's length (the exact search's and restore_shard's).
+// The early round's second sort of [W, n), then W as the first run's length.
 template <bool WithValues, class K, class V, class Comp>
 long long sort_second(rank_state<K, V>& s, Comp comp, const char* algorithm) {
   if (s.error) return 1;
@@ -116,8 +107,7 @@ void restore_first_run(rank_state<K, V>& s, Comp comp) noexcept {
 }
 
 // Puts a rank's own elements back into its shard, sorted, after a failure
-// past the local sort (which used the shard as scratch): the merge of its
-// runs, or their copy. Best effort: a device that failed cannot be helped.
+// (best effort: a failed device cannot be helped).
 template <bool WithValues, class K, class V, class Comp>
 void restore_shard(rank_state<K, V>& s, Comp comp) noexcept {
   if (s.shard.n == 0) return;
@@ -142,8 +132,7 @@ void restore_shard(rank_state<K, V>& s, Comp comp) noexcept {
         libmerge::merge(par, k, k + w, k + w, k + s.shard.n, s.shard.keys, comp);
       }
     } catch (...) {
-      // The merge could not start (its temporary storage): the runs as they
-      // are, the rank's own elements in two sorted runs, before they go.
+      // The merge could not start: copy the two sorted runs back as they are.
       cudaGetLastError();
       cudaMemcpyAsync(s.shard.keys, s.keys, sizeof(K) * static_cast<std::size_t>(s.shard.n), cudaMemcpyDeviceToDevice,
                       s.stream);

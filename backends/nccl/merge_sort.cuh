@@ -1,42 +1,17 @@
 // Merge sort of data spread over the ranks of an NCCL communicator (one GPU a
-// rank), with exactly balanced, stable output. The steps, a function each,
-// called in order by sort_shards (docs/multi-gpu-sort.md has the details):
-//
-//   1. headers     all-gather of lengths, types, failures; host wait 1: every
-//                  rank checks them and all throw alike before any shard is
-//                  touched (headers.cuh)
-//   2. local sort  into the rank's own runs: one, or on 2 GPUs two, the last
-//                  level left to the receiver's 4-way merge (local_sort.cuh);
-//                  2b. the early round: first runs' pieces travel while the
-//                  second runs sort (early_round)
-//   3. splitters   exact co-rank search and the chunks' cuts (splitters.cuh),
-//                  all-gather of cuts and status; host wait 2
-//   4. exchange    a round a chunk, NCCL groups on a highest-priority stream,
-//                  pieces on 256-byte boundaries (exchange.cuh); a rank's own
-//                  pieces stay in its runs
-//   5. merge       each chunk in rank and run order (stable) once it arrived,
-//                  while the next travels (merge_pieces.cuh); host wait 3:
-//                  the call returns when the sort is done, as thrust::sort does
-//
-// Global order is (key, rank, position): rank r ends with global positions
-// [G_r, G_r + n_r), G_r the sum of the lower ranks' lengths. Boundary s cuts
-// every rank q's sorted shard at S_q(s), the number of q's elements among the
-// first G_s; q sends [S_q(s), S_q(s+1)) to s, cut further into chunks.
-//
-// Failures. Whatever fails on one rank must reach the others, or they wait:
-//  - before the headers: the rank still sends its header, flagged with its
-//    message; every rank throws before sorting anything;
-//  - after them (the local sort, the exchange's buffers and stream): the rank
-//    still searches and flags its status beside its cuts; every rank throws
-//    before anything is exchanged;
-//  - a merge that cannot be queued: the rank still exchanges; two words
-//    all-reduced behind every rank's merges make every rank throw, naming it;
-//  - a rank that never comes, or dies: the transport's deadline (.timeout)
-//    covers the whole call, waits inside NCCL included (transport.cuh).
-// From the local sort on the shard is the sort's scratch: after any failure
-// past the headers each rank gets its own elements back, sorted
-// (restore_shard), unless the device itself failed. Every exception names the
-// algorithm and the failed rank (rethrow_naming for a rank's own).
+// rank), exactly balanced and stable. sort_shards runs the steps in order
+// (details: docs/multi-gpu-sort.md):
+//   1. headers     all-gather, host wait 1, all throw alike (headers.cuh)
+//   2. local sort  into the rank's runs (local_sort.cuh); 2b. early_round
+//   3. splitters   exact co-rank search and cuts (splitters.cuh); host wait 2
+//   4. exchange    a round a chunk (exchange.cuh)
+//   5. merge       each chunk as it arrives (merge_pieces.cuh); host wait 3
+// Global order is (key, rank, position): rank r ends with positions
+// [G_r, G_r + n_r); q sends [S_q(s), S_q(s+1)) of its sorted shard to s.
+// Failures on one rank must reach the others, or they wait: each step flags
+// them for the next collective check; the transport's deadline covers a rank
+// that never comes. Past the headers each rank gets its own elements back,
+// sorted (restore_shard), unless the device failed.
 #pragma once
 
 #include <type_traits>
@@ -102,9 +77,8 @@ void sort_alone(Transport& t, const shard_view<K, V>& sh, Comp comp, device_scop
   t.wait_all();
 }
 
-// What step 2 hands the search: each local rank's status, length, runs (its
-// shard where its buffers failed: in range, and its status makes every rank
-// throw) and every rank's lengths as it holds them on its device.
+// What step 2 hands the search, a local rank each (the shard stands in for
+// runs whose buffers failed; its status makes every rank throw).
 template <class K>
 struct local_runs {
   std::vector<long long> status, lengths;
@@ -133,10 +107,8 @@ local_runs<K> sort_locally(std::vector<rank_state<K, V>>& st, int world, const h
   return r;
 }
 
-// 3. The splitters, and every rank's cuts and status copied to `words` on
-// the host, `stride` words a rank (wait 2). The early round's search too:
-// `which` of each rank's search buffers, over the sequences `r` names, on
-// the streams t holds at the time.
+// 3. The splitters; every rank's cuts and status to host `words`, `stride` a
+// rank (wait 2). Also the early round's search, in `which` buffers.
 template <class K, class V, class Transport, class Comp>
 void find_cuts(Transport& t, std::vector<rank_state<K, V>>& st, splitter_buffers<K> rank_state<K, V>::*which,
                const local_runs<K>& r, long long* words, std::size_t stride, long long longest, Comp comp,
@@ -156,9 +128,8 @@ void find_cuts(Transport& t, std::vector<rank_state<K, V>>& st, splitter_buffers
   t.wait_all();
 }
 
-// The early round's pieces (early_cuts), keys and values in one group on the
-// exchange streams, each into the receiver's mirror of the sender's first
-// run; the ranks' streams then wait for them.
+// The early round's pieces, one group on the exchange streams, each into the
+// receiver's mirror of the sender's first run.
 template <bool WithValues, class K, class V, class Transport>
 void send_early(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const early_cuts& e,
                 const std::vector<cudaStream_t>& streams, device_scope& scope, const char* algorithm) {
@@ -187,8 +158,7 @@ void send_early(Transport& t, std::vector<rank_state<K, V>>& st, const header* a
       if constexpr (WithValues) send(true);
     });
   });
-  // The exact search's collectives (on the ranks' streams) after the early
-  // round's, on every rank alike.
+  // The exact search's collectives come after the early round's on every rank.
   for (rank_state<K, V>& s : st) {
     scope.set(s.device, algorithm);
     check_cuda(cudaEventRecord(s.early_done, s.exchange_stream), algorithm, "cudaEventRecord");
@@ -196,15 +166,10 @@ void send_early(Transport& t, std::vector<rank_state<K, V>>& st, const header* a
   }
 }
 
-// 2b. The early round (plan.early: 2 GPUs, two runs a rank), while the
-// second runs sort: the search over the first runs alone (boundary s after
-// the lower ranks' first runs), on the exchange streams; a host wait for its
-// cuts; then each piece into the receiver's mirror of the sender's first run
-// (layout_early). The exact search (find_cuts) still decides what each rank
-// merges: later rounds send only what did not come early (plan_wire), and
-// what came early outside the exact piece is never read. So the early cuts
-// need only be the same on every rank; where they are no use (a rank failed,
-// no strict weak ordering) nothing goes early and later rounds send it all.
+// 2b. The early round (plan.early: 2 GPUs, two runs a rank): the first runs'
+// pieces travel while the second runs sort. The exact search still decides
+// what each rank merges, so the early cuts need only agree on every rank;
+// where they are no use, nothing goes early (plan_wire sends the rest).
 // 2 GPUs, 2^30 int32 keys: about half the exchange hides behind the second sorts (docs/multi-gpu-sort.md)
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void early_round(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const local_runs<K>& r,
@@ -225,8 +190,7 @@ void early_round(Transport& t, std::vector<rank_state<K, V>>& st, const header* 
   t.on_streams(streams, [&] {
     find_cuts(t, st, &rank_state<K, V>::early_search, first, words, stride, longest, comp, scope, algorithm);
   });
-  // Usable where every rank is well and the cuts add up (local rank 0's
-  // copy: every rank holds the same).
+  // Usable where every rank is well and the cuts add up.
   const cut_matrix m{words, world, 1, 1};
   e.world = world;
   e.moved = cuts_add_up(m, &all[0].half, static_cast<int>(sizeof(header) / sizeof(long long)));
@@ -238,9 +202,8 @@ void early_round(Transport& t, std::vector<rank_state<K, V>>& st, const header* 
   send_early<WithValues>(t, st, all, e, streams, scope, algorithm);
 }
 
-// The end of step 5: two words a rank all-reduced behind its merges, 1 and
-// its rank where they failed to queue (else 0 and 0), so that every rank
-// knows who failed, and copied to done (2 a local rank) on the host.
+// The end of step 5: two words a rank (1 and its rank where its merges failed
+// to queue) all-reduced so every rank knows who failed; to host `done`.
 template <class K, class V, class Transport>
 void close_merges(Transport& t, std::vector<rank_state<K, V>>& st, unsigned long long* done, device_scope& scope,
                   const char* algorithm) {
@@ -268,9 +231,8 @@ void close_merges(Transport& t, std::vector<rank_state<K, V>>& st, unsigned long
   }
 }
 
-// The check every rank makes alike on the words close_merges brought (the
-// same on every rank): a local rank whose merges failed throws its own
-// exception (its rank named), the others an error that names it.
+// Every rank's check of close_merges' words: the failed rank rethrows its own
+// exception, the others an error naming it.
 template <class K, class V>
 void check_merges(const std::vector<rank_state<K, V>>& st, const unsigned long long* done, int world,
                   const char* algorithm) {
@@ -283,15 +245,10 @@ void check_merges(const std::vector<rank_state<K, V>>& st, const unsigned long l
                            "rank's shard holds its own elements again, sorted");
 }
 
-// 4. The exchange, a round a chunk on each rank's exchange stream, and 5.
-// the merge of chunk c on the rank's stream while chunk c + 1 travels. A
-// merge that fails to queue for want of memory is kept in the rank's error
-// (no more merges; the rank goes on exchanging); any other error aborts.
-// The words close_merges all-reduces keep every rank from returning before
-// all have queued their merges: else peers would keep some of the failed
-// rank's elements while it restores them too. With them every rank throws
-// (check_merges) and restores its own elements from its runs, which the
-// merges only read. Then wait 3.
+// 4. and 5.: chunk c merges while c + 1 travels. A merge that fails to queue
+// for want of memory is kept in the rank's error and the rank goes on
+// exchanging; close_merges keeps every rank from returning before all have
+// queued theirs (else peers would keep elements the failed rank restores).
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const header* all, const cut_matrix& m,
                         const call_plan& plan, const early_cuts& e, Comp comp, device_scope& scope,
@@ -327,8 +284,7 @@ void exchange_and_merge(Transport& t, std::vector<rank_state<K, V>>& st, const h
   t.wait_all();
 }
 
-// The sort of every shard this process drives (one per local rank of t):
-// the steps at the top of this file, each a function above.
+// The sort of every shard this process drives (one per local rank of t).
 template <bool WithValues, class K, class V, class Transport, class Comp>
 void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp comp, const char* algorithm,
                  phase_marks* marks = nullptr, const exchange_options& options = {}) {
@@ -342,8 +298,7 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   mark(0);
   if (world == 1 && shards.size() == 1) return sort_alone<WithValues>(t, shards[0], comp, scope, mark, algorithm);
 
-  // A rank's record of cuts, status and width: sized for the most runs and
-  // chunks a call can take (plan_call comes after the headers).
+  // Sized for the most runs and chunks a call can take (plan_call comes later).
   const std::size_t words = splitter_buffers<K>::record_words(most_runs(world), world, max_chunks);
   const std::size_t early_words = splitter_buffers<K>::record_words(1, world, 1);
   const std::size_t L = static_cast<std::size_t>(local), W = static_cast<std::size_t>(world);
@@ -366,11 +321,8 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
     prepare_rank<WithValues, K, V, Comp>(s, shard, h.send[i], world, algorithm);
   }
 
-  // A failure with collectives outstanding (a CUDA or NCCL error from here on
-  // that not every rank sees alike) aborts the communicators, so that the
-  // other ranks' operations fail instead of waiting for their deadline. The
-  // checks that every rank makes alike throw outside these blocks and leave
-  // the communicators usable.
+  // A failure with collectives outstanding aborts the communicators, so peers
+  // fail instead of waiting; checks every rank makes alike throw outside.
   auto collective = [&](auto&& steps) {
     try {
       steps();
@@ -388,8 +340,7 @@ void sort_shards(Transport& t, const std::vector<shard_view<K, V>>& shards, Comp
   for (int q = 0; q < world; ++q) longest = std::max(longest, all[q].n);
   const call_plan plan = plan_call(all, world, longest, options);
 
-  // From the local sort on, the shard is the sort's scratch: whatever fails
-  // after it, each rank gets its own elements back, sorted (restore_shard).
+  // From here the shard is scratch: on failure each rank restores its own.
   try {
     const local_runs<K> runs = sort_locally<WithValues>(st, world, all, plan, comp, algorithm);
     early_cuts e;

@@ -1,6 +1,5 @@
-// How an NCCL sort goes, decided alike on every rank from the headers
-// (merge_sort.cuh): the runs a rank's local sort leaves, the exchange's
-// rounds and taper, the early round, and where a rank keeps what it receives.
+// The NCCL sort's plan, decided alike on every rank from the headers: runs,
+// rounds and taper, the early round, and where received pieces go.
 #pragma once
 
 #include "state.cuh"
@@ -20,30 +19,23 @@ struct call_plan {
   bool needs_tmp(int world) const { return pieces(world) > (four_way ? 4 : 2); }
 };
 
-// The exchange's rounds by default: as many as ranks, up to 4, a chunk at
-// least min_chunk elements of a rank's output, each chunk default_taper
-// times the one before. Chunk c's merge runs while chunk c + 1 travels, but
-// NCCL's kernels slow beside the merges, so the first round (alone on the
-// wire) is the longest and the last (whose merge nothing hides) the
-// shortest. Past 4 ranks one round (more were not measured there).
+// Default rounds: as many as ranks up to 4 (past 4: one, unmeasured), chunks
+// of min_chunk or more, tapered: the first (alone on the wire) longest, the
+// last (whose merge nothing hides) shortest.
 // 2 H200s, 2^30 int32 keys: 25.22-25.45 ms tapered 0.8 against 25.4-25.8 in 2 equal rounds (docs/multi-gpu-sort.md)
 inline constexpr int most_default_chunks = 4;
 inline constexpr long long min_chunk = 1LL << 22;
 inline double default_taper(int world) { return world <= 2 ? 0.8 : 0.6; }
 
-// The early round by default where every rank's first run has at least
-// this many elements: it costs a search (three rounds of collectives) and a
-// host wait whatever it moves. (Measured at first runs of 2^26 and 2^28
-// elements, where it gains; not below.)
+// Default early round from first runs of this many elements: it costs a search
+// and a host wait whatever it moves (gains measured at 2^26 and 2^28, not below).
 inline constexpr long long min_early = 1LL << 20;
-// Elements of 4 bytes or fewer (int32 keys alone) take it from first runs of
-// min_early_small on: their exchange is cheap beside the two sorts of halves
-// the early round needs instead of one sort into two runs.
+// Elements of 4 bytes or fewer from min_early_small: their exchange is cheap
+// beside the two half sorts the early round needs.
 // 2 H200s, 2^28 int32 keys in all: 6.94-6.98 ms with it, 6.43-6.58 without (docs/multi-gpu-sort.md)
 inline constexpr long long min_early_small = 1LL << 27;
 
-// How the exchange goes where tests and benchmarks choose (sort_shards; it
-// must be the same on every rank: the headers do not carry it).
+// Tests' and benchmarks' exchange choices (the same on every rank: not in the headers).
 struct exchange_options {
   int chunks = 0;    // the rounds (0: the default below)
   double taper = 0;  // each chunk's length over the one before (0: the default)
@@ -56,8 +48,7 @@ inline call_plan plan_call(const header* all, int world, long long longest, cons
   call_plan c;
   c.four_way = true;
   for (int q = 0; q < world; ++q) c.four_way = c.four_way && all[q].four_way != 0;
-  // Two runs a rank where the receiving rank merges 2 x 2 pieces in one
-  // pass (2 ranks: most_runs): the local sort's last merge level is left out.
+  // Two runs a rank where the receiver merges 2 x 2 pieces in one pass (most_runs).
   c.runs = c.four_way ? most_runs(world) : 1;
   const long long wanted =
       chunks > 0 ? chunks : (world <= most_default_chunks ? std::min<long long>(longest / min_chunk, world) : 1);
@@ -79,12 +70,9 @@ inline call_plan plan_call(const header* all, int world, long long longest, cons
   return c;
 }
 
-// Where local rank r keeps what the early round and the rounds after it
-// bring (plan.early): after its runs (n elements), a mirror of each peer q's
-// first run (its W elements and a margin for the widened pieces, at a
-// multiple of 256 elements: every piece lands at its own offset in q's runs,
-// as aligned as it was there, in keys and values alike), then the slots for
-// the second runs' pieces, which hold at most min(n, the peers' second runs).
+// Where local rank r keeps what arrives with plan.early: after its runs, a
+// mirror of each peer's first run (pieces at their own offsets, as aligned as
+// there), then slots for the second runs' pieces.
 struct early_layout {
   std::vector<long long> mirror;
   long long slots = 0, slot_room = 0;
@@ -105,19 +93,15 @@ inline early_layout layout_early(int r, const header* all, int world, std::size_
   return e;
 }
 
-// Elements of room around each received piece: NCCL moves pieces widened to
-// wire_align boundaries (wire()), up to wire_align - 1 bytes on each side.
+// Room around each received piece: pieces widen to wire_align boundaries (wire()).
 template <class K, class V, bool WithValues>
 std::size_t slot_margin() {
   const std::size_t smallest = WithValues ? std::min(sizeof(K), sizeof(V)) : sizeof(K);
   return (wire_align + smallest - 1) / smallest;
 }
 
-// The exchange's stream and events of a rank, its stream waiting for what
-// the stream has sorted so far (the runs, or with the early round the first
-// run). The highest priority: a chunk's NCCL kernels then take SMs as the
-// blocks of the merge (or sort) before them end, instead of after its last
-// wave.
+// A rank's exchange stream and events, waiting for the runs (or first run).
+// Highest priority: NCCL's kernels take SMs as merge blocks end, not after a wave.
 template <class K, class V>
 void open_exchange(rank_state<K, V>& s, const call_plan& plan, const char* algorithm) {
   int least = 0, greatest = 0;

@@ -1,23 +1,10 @@
-// The exact splitters of the sort across GPUs: a distributed co-rank search
-// (Merge Path across ranks). Boundary s (s = 1 .. world-1) cuts every rank
-// q's sorted shard at S_q(s), the number of q's elements among the first G_s
-// of the global order (key, rank, position), G_s the lengths of ranks below s.
-//
-// For a candidate c = (key x, rank q, position p), rank r's count L_r(c) of
-// its elements before c is p when r == q, lower_bound(x) when q < r (r's
-// equal keys come after c) and upper_bound(x) when q > r; the all-reduce
-// gives c's global position R(c). If R(c) < G_s, S_r(s) >= L_r(c) (+1 if c
-// is r's own); otherwise S_r(s) <= L_r(c). Each round a rank proposes
-// `proposals` evenly spaced elements of each open interval [lo, hi], which
-// shrinks to 1/(proposals+1). Every rank sees the same candidates and counts,
-// so all agree without a host round trip. A round is one all-gather of the
-// candidates and one all-reduce of their counts.
-//
-// A rank may hold its shard as `runs` sorted runs (2: [0, W) and [W, n), W in
-// device memory): the search is then over sequences v = rank * runs + j, in
-// the same order as (rank, position) since run 0 holds the earlier positions;
-// an interval a run and boundary. The chunks' cuts come free from the first
-// round's candidates (chunk_cuts.cuh).
+// The exact splitters: a distributed co-rank search (Merge Path across ranks).
+// Boundary s cuts rank q's sorted shard at S_q(s), q's elements among the first
+// G_s of the order (key, rank, position). Candidate c = (x, q, p) counts
+// L_r(c) = p (r == q), lower_bound(x) (q < r) or upper_bound(x) (q > r) on rank
+// r; the all-reduce gives R(c), which narrows every interval. Every rank sees
+// the same candidates, so all agree without a host round trip. Runs: the
+// search is over sequences v = rank * runs + j. Chunk cuts: chunk_cuts.cuh.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,9 +21,7 @@
 
 namespace libmerge::detail::nccl_backend {
 
-// Elements each rank proposes for each interval (run and boundary) a round.
-// More take fewer rounds (each a pair of collectives and three kernels) for
-// larger, still latency-bound messages and more count_kernel work.
+// Proposals a rank an interval a round: more mean fewer (latency-bound) rounds.
 // Runs of 2^28: 3 rounds with 1023, 5 with 127; 2^32: 4 (docs/multi-gpu-sort.md)
 inline constexpr int proposals = 1023;
 
@@ -60,8 +45,7 @@ inline int splitter_rounds(long long longest) {
 struct run_of {
   long long begin, n;
 };
-// (Clamped: a rank whose local sort failed has no width, and its search
-// must still read in range; its status makes every rank throw.)
+// Clamped: a failed rank has no width but must still read in range.
 __device__ __forceinline__ run_of run_at(int j, int runs, long long width, long long n) {
   if (runs == 1) return {0, n};
   const long long w = width < 0 ? 0 : (width > n ? n : width);
@@ -86,9 +70,7 @@ __global__ void init_intervals_kernel(const long long* lengths, int stride, int 
   target[t] = g;
 }
 
-// Rank's proposals for every interval: `proposals` evenly spaced positions of
-// [lo, hi) in the interval's run (all of them once the interval is that
-// short; -1 where none). Positions are within the run.
+// `proposals` evenly spaced positions of each [lo, hi) in its run (-1: none).
 template <class K>
 __global__ void propose_kernel(const K* keys, long long n, int runs, const long long* width, const long long* lo,
                                const long long* hi, int intervals, int boundaries, long long* cand_pos,
@@ -108,11 +90,8 @@ __global__ void propose_kernel(const K* keys, long long n, int runs, const long 
   if (p >= 0) cand_keys[c] = keys[run_at(t / boundaries, runs, *width, n).begin + p];
 }
 
-// This rank's counts of every rank's candidates: local[j * total + c] is
-// L_v(c) for its run j (see the top of the file), sum[c] their sum (what
-// the all-reduce adds up over the ranks). `block` is one rank's packed
-// candidates: positions, then keys at key_offset; a rank's candidates come
-// run by run (per_run of them each).
+// This rank's counts of every candidate: local[j * total + c] = L_v(c) for run
+// j, sum[c] their sum (all-reduced). `block`: positions, then keys at key_offset.
 template <class K, class Comp>
 __global__ void count_kernel(const K* keys, long long n, int rank, int world, int runs, const long long* width,
                              int per_run, const char* all, std::size_t block, std::size_t key_offset,
@@ -145,9 +124,8 @@ __global__ void count_kernel(const K* keys, long long n, int rank, int world, in
   sum[c] = all_runs;
 }
 
-// Narrows each interval with every candidate's global position: a block an
-// interval, its threads over the candidates, the tightest bounds by a block
-// reduction (a thread a boundary was latency-bound).
+// Narrows each interval by every candidate's global position, a block an
+// interval (a block reduction; a thread a boundary was latency-bound).
 // 4 H200s: about 0.1 ms a round with a thread a boundary (docs/multi-gpu-sort.md)
 inline constexpr int narrow_threads = 256;
 
@@ -194,13 +172,9 @@ __global__ void __launch_bounds__(NT)
   }
 }
 
-// The rank's record: for each run j, its cuts (world x chunks + 1 words:
-// cut s x chunks + c starts chunk c of rank s's output; the exact
-// S_v(1), .., S_v(world-1) at c = 0, and 0 and n_v at the ends), then its
-// status (non-zero: this rank failed after the headers, in its local sort or
-// making the exchange's buffers and stream), then the first run's length W. A
-// chunk's cut is the snapped one (sub) between the exact cuts of its rank's
-// output, or the lower of them where none was found.
+// The rank's record: each run's cuts (world x chunks + 1 words; cut s x chunks
+// + c starts chunk c of rank s's output, exact at c = 0, snapped sub cuts
+// clamped between), then its status (non-zero: failed), then the width W.
 template <int = 0>
 __global__ void splits_kernel(const long long* lo, const long long* sub, int world, int chunks, int runs, long long n,
                               const long long* width, long long status, long long* splits) {
@@ -226,17 +200,12 @@ __global__ void splits_kernel(const long long* lo, const long long* sub, int wor
   splits[x] = v < low ? low : (v > high ? high : v);
 }
 
-
-// The most runs a rank's shard can be in: two only on 2 ranks, where the
-// receiver merges 2 x 2 pieces in one 4-way pass (plan_call).
+// Two runs only on 2 ranks, merged 2 x 2 in one 4-way pass (plan_call).
 inline int most_runs(int world) { return world == 2 ? 2 : 1; }
 // The most chunks the exchange of a call can go in (plan_call).
 inline constexpr int max_chunks = 16;
 
-// One rank's device buffers of the search, carved from one allocation (see
-// bytes()): its packed candidates (positions, then keys at key_offset), every
-// rank's, the local and global counts, the intervals and targets, and the
-// cuts with a status word, its own and every rank's.
+// One rank's device buffers of the search, carved from one allocation (bytes()).
 template <class K>
 struct splitter_buffers {
   int world = 0;
@@ -310,8 +279,7 @@ struct splitter_buffers {
   }
 };
 
-// The search's small kernels (a thread an interval, candidate or word):
-// blocks of small_threads, as many as `threads` needs.
+// The search's small kernels: blocks of small_threads, enough for `threads`.
 inline constexpr int small_threads = 128;
 template <class... Params, class... Args>
 void launch_small(void (*kernel)(Params...), int threads, cudaStream_t stream, const char* algorithm,
@@ -320,13 +288,9 @@ void launch_small(void (*kernel)(Params...), int threads, cudaStream_t stream, c
                             small_threads, 0, stream, algorithm, what, std::forward<Args>(args)...);
 }
 
-// The search over every local rank of transport t (every rank's shard in
-// bufs' runs: keys[i] holds local rank i's runs, its first run's length in
-// bufs[i].width), then every rank's cuts and status all-gathered into
-// splits_all (ready on each rank's stream). all_lengths[i]: every rank's
-// length as local rank i holds them on its device, one every `stride` words
-// (the all-gathered headers). set_device(i) makes local rank i's device
-// current.
+// The search over every local rank of t (keys[i]: local rank i's runs), then
+// every rank's cuts and status all-gathered into splits_all. all_lengths[i]:
+// the lengths on local rank i's device, one every `stride` words.
 template <class K, class Transport, class Comp, class SetDevice>
 void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const std::vector<const K*>& keys,
                     const std::vector<long long>& lengths, const std::vector<long long>& status,

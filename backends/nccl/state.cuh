@@ -1,6 +1,5 @@
-// The NCCL sort's state (merge_sort.cuh has the steps): what a rank's part of
-// a call holds, what the ranks tell each other first (header), the pinned
-// host memory their copies land in, and how a piece travels on the wire.
+// The NCCL sort's state (steps: merge_sort.cuh): a rank's part of a call, the
+// header, pinned host staging, and how a piece travels on the wire.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -54,21 +53,16 @@ struct header {
 };
 static_assert(sizeof(header) == 256, "headers travel as 256-byte records");
 
-// A type's identity across processes of one program: FNV-1a of its mangled
-// name (the same in every rank of a build; differs for int vs unsigned, or
-// lm::less vs lm::greater).
+// A type's identity across processes of one build: FNV-1a of its mangled name.
 inline long long type_code(const char* name) {
   std::uint64_t h = 1469598103934665603ull;
   for (const char* c = name; *c != '\0'; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
   return static_cast<long long>(h);
 }
 
-// Host memory for what the ranks' streams copy back (headers, cuts): pinned,
-// so that the copies stay asynchronous and the host polls them against the
-// deadline. One buffer a thread, grown when a call needs more, kept: freeing
-// pinned memory synchronizes the device. Where none can be pinned, pageable
-// memory: the copies then block the host, still bounded by the deadline (the
-// watchdog's revoke stops the NCCL kernels they wait behind).
+// Pinned host memory for copies back (the host polls them against the
+// deadline); one buffer a thread, kept, since freeing pinned memory syncs the
+// device. Pageable fallback: copies block, still bounded by the watchdog.
 class host_staging {
  public:
   explicit host_staging(std::size_t bytes) {
@@ -105,13 +99,9 @@ class host_staging {
   char* p_ = nullptr;
 };
 
-// How piece [a, b) of a sender's runs (elements of `size` bytes, n of them,
-// the array on a wire_align boundary) travels: the sender sends bytes
-// [lo, hi) of its array, moved out to wire_align boundaries as far as the
-// array allows, and the piece starts `head` bytes past lo. NCCL copies
-// buffers aligned to 16 bytes 16 bytes a load and others an element (here a
-// byte) at a time, and cuts fall anywhere. The receiver puts the piece where
-// lo lands on a 16-byte boundary too (plan_pieces).
+// How piece [a, b) travels: bytes [lo, hi), widened to wire_align boundaries
+// within the array, the piece `head` bytes past lo. NCCL copies 16-byte-aligned
+// buffers 16 bytes a load, others a byte at a time (receiver: plan_pieces).
 // 2 H200s, 2^30 int32 keys: exchange 1.25x a plain all-to-all on 16-byte boundaries, 1.8x without (docs/multi-gpu-sort.md)
 inline constexpr std::size_t wire_align = 256;
 inline std::size_t align_wire(std::size_t x) { return (x + wire_align - 1) / wire_align * wire_align; }
@@ -130,10 +120,8 @@ inline wire_piece wire(long long a, long long b, std::size_t size, long long n) 
   return w;
 }
 
-// A step at which a transport may have one rank fail as if its allocation
-// there had (a transport's optional fault_for(rank); the tests' loopback
-// transport has one), so that tests reach the failure paths after the
-// headers. sort_shards copies it into the rank's state.
+// A step at which a transport's optional fault_for(rank) fails a rank's
+// allocation, so tests reach the failure paths after the headers.
 enum class fault_at {
   none,
   small,       // the protocol's buffers beside the headers' (prepare_rank)
@@ -142,17 +130,14 @@ enum class fault_at {
   merge,       // the last chunk's merge's temporary storage (merge_pieces)
 };
 
-// Where `set` is `here`, the CUDA error of an allocation that failed (a
-// compare otherwise).
+// An allocation's CUDA error where `set` is `here`.
 inline void fail_point(fault_at set, fault_at here, const char* algorithm) {
   if (set != fault_at::none && set == here) {
     throw cuda_error(cudaErrorMemoryAllocation, algorithm, "allocating temporary storage (a failure a test injected)");
   }
 }
 
-// A rank's own failure, with its rank named where it was not (one thread
-// may drive several ranks): a CUDA error keeps its type and code, an invalid
-// argument its type; NCCL errors (which name it) and others go as they are.
+// A rank's own failure, rethrown naming its rank (keeping type and code).
 class rank_cuda_error : public cuda_error {
  public:
   rank_cuda_error(const cuda_error& e, const std::string& message)
@@ -188,37 +173,27 @@ struct rank_state {
   std::optional<cuda_backend::temporary_storage<cuda::pool_allocator>> small, big;
   header* header_send = nullptr;
   header* header_all = nullptr;
-  // Two words each rank all-reduces behind its merges (exchange_and_merge):
-  // 1 and its rank where its merges failed to queue, else 0 and 0.
+  // The two words close_merges all-reduces.
   unsigned long long* done_send = nullptr;
   unsigned long long* done_all = nullptr;
   splitter_buffers<K> search;
   splitter_buffers<K> early_search;  // the early round's, over the first runs alone (early_round)
-  // `big` holds the keys' array, then the values': the local sort's runs
-  // (elements [0, n): what the rank sends, and its own pieces, which never
-  // move) and after them the slots the exchange receives into (from element
-  // n on), at element offsets that are the same in both arrays (plan_pieces), so
-  // that one 4-way merge reads keys and values of every piece at the same
-  // offsets.
+  // `big`: keys' array then values': the runs [0, n), then receive slots, at
+  // the same element offsets in both arrays (plan_pieces) for one 4-way merge.
   K* keys = nullptr;
   V* vals = nullptr;
   K* tmp_keys = nullptr;  // the merge tree's second buffer (more than two pieces, no merge_four)
   V* tmp_vals = nullptr;
   bool sorted = false;  // the runs hold the rank's shard, sorted (restore_shard)
-  // The early round (plan.early): the first run [0, half) sorted on its own
-  // before the second (restore_shard), and where each peer q's first run is
-  // mirrored in keys/vals (mirror[q]; -1 for the rank itself): its pieces
-  // land there at their own offsets, early or later (layout_early).
+  // The early round: where peer q's first run is mirrored in keys/vals
+  // (mirror[q]; -1 for the rank itself), early pieces or later (layout_early).
   long long half = 0;
   bool first_sorted = false;
   std::vector<long long> mirror;
   long long slots = 0;  // where the second runs' pieces start (layout_early)
-  // A stream of the rank's device, made only for a rank whose own stream is
-  // of another device (it still reports to the others on it).
+  // Made only where the rank's own stream is of another device.
   cudaStream_t side = nullptr;
-  // The exchange's stream (of the device's highest priority) and its events:
-  // [0] the runs are ready (on `stream`), [1 + c] chunk c has arrived; with
-  // the early round two more: the first run sorted, the early round arrived.
+  // Highest-priority exchange stream; events [0] runs ready, [1 + c] chunk c arrived.
   cudaStream_t exchange_stream = nullptr;
   std::vector<cudaEvent_t> events;
   cudaEvent_t first_run = nullptr, early_done = nullptr;  // (also in events)
@@ -227,9 +202,7 @@ struct rank_state {
   rank_state(const rank_state&) = delete;
   rank_state& operator=(const rank_state&) = delete;
   ~rank_state() {
-    // Temporary storage goes back on the rank's stream with its device
-    // current, before the side stream (`stream` for a rank whose own stream
-    // was of another device) is destroyed.
+    // Temporary storage goes back before the side stream is destroyed.
     cudaSetDevice(device);
     // (The exchange reads and writes `big`: done, or stopped by an abort.)
     if (exchange_stream != nullptr) cudaStreamSynchronize(exchange_stream);
@@ -241,11 +214,8 @@ struct rank_state {
   }
 };
 
-// Events a benchmark hands in (one row per local rank, made on its device) to
-// time the phases: recorded on the rank's stream at the start, after the local
-// sort, after the splitters, after the exchange's last chunk (on the
-// exchange's stream: the merges of the earlier chunks overlap the exchange)
-// and after the merge.
+// A benchmark's phase events, a row per local rank: start, local sort,
+// splitters, last chunk exchanged (exchange stream), merge.
 struct phase_marks {
   std::vector<std::vector<cudaEvent_t>> events;
 };

@@ -1,20 +1,8 @@
-// How the ranks of a distributed sort talk: an all-gather, a sum all-reduce,
-// an all-to-all of pieces of any size and a host wait, for every rank this
-// process drives at once. Two transports:
-//
-//   nccl_transport      NCCL calls on the ranks' streams, grouped when this
-//                       process drives several ranks (one thread,
-//                       ncclCommInitAll), and the call's deadline (deadline.cuh).
-//   loopback_transport  (the tests', test/support/nccl_loopback.cuh) every
-//                       rank in this process on one device, the operations
-//                       as device copies ordered by events: the distributed
-//                       steps tested on one GPU. Not across devices: its
-//                       all-reduce kernel reads the other ranks' pool
-//                       allocations, which a kernel on another device may
-//                       not touch. It may give a rank a fault (fault_for).
-//
-// The sort (merge_sort.cuh) is written against this interface only, and does
-// everything for local rank i on stream(i) with device(i) current.
+// How the ranks of a distributed sort talk: all-gather, sum all-reduce,
+// all-to-all of pieces, host wait, for every rank this process drives. The
+// sort (merge_sort.cuh) uses only this interface; two transports implement it:
+// nccl_transport (below; deadline.cuh) and the tests' one-GPU
+// loopback_transport (test/support/nccl_loopback.cuh).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -35,11 +23,8 @@
 
 namespace libmerge {
 
-// An NCCL failure on this rank, or one seen through the communicator's
-// asynchronous error (another rank failed or aborted), or a timeout waiting
-// for the other ranks. It is an lm::cuda_error, so code that catches CUDA
-// failures of libmerge catches these too; nccl_code() is NCCL's result
-// (ncclSuccess for a timeout).
+// An NCCL failure here or on a peer, or a timeout; an lm::cuda_error, so CUDA
+// handlers catch it. nccl_code(): NCCL's result (ncclSuccess for a timeout).
 class nccl_error : public cuda_error {
  public:
   nccl_error(ncclResult_t result, const std::string& algorithm, const std::string& message)
@@ -60,8 +45,7 @@ inline void check_nccl(ncclResult_t r, ncclComm_t comm, const char* algorithm, c
   throw nccl_error(r, algorithm, msg);
 }
 
-// Makes `device` current and puts the caller's device back at the end of the
-// scope: a call that drives several GPUs leaves the caller where it was.
+// Makes `device` current; the caller's device is back at the end of the scope.
 class device_scope {
  public:
   device_scope() { cudaGetDevice(&saved_); }
@@ -89,8 +73,7 @@ struct pieces {
   std::vector<std::size_t> offset, bytes;
 };
 
-// Runs f with members[i].stream = streams[i], and puts the members' own
-// streams back however f ends.
+// Runs f with members[i].stream = streams[i], restoring them however f ends.
 template <class F>
 void swap_streams(std::vector<member>& members, const std::vector<cudaStream_t>& streams, F& f) {
   std::vector<cudaStream_t> own;
@@ -110,9 +93,8 @@ void swap_streams(std::vector<member>& members, const std::vector<cudaStream_t>&
 
 class nccl_transport {
  public:
-  // comms[i] and streams[i] belong to local rank i; every stream must be of
-  // its comm's device. The timeout counts from here: the whole call, from
-  // the first NCCL call to the last wait, must end within it.
+  // comms[i] and streams[i] (of its comm's device) belong to local rank i. The
+  // timeout counts from here, for the whole call.
   nccl_transport(const std::vector<ncclComm_t>& comms, const std::vector<cudaStream_t>& streams, double timeout_s,
                  const char* algorithm)
       : timeout_s_(timeout_s), algorithm_(algorithm) {
@@ -175,10 +157,9 @@ class nccl_transport {
     });
   }
 
-  // Local rank i sends out[i] pieces of send[i] to each other rank and
-  // receives in[i] pieces into recv[i]; the piece a rank keeps is the caller's
-  // to copy. Empty pieces are not sent (both sides know they are empty).
-  // NCCL even where one process drives every rank (cudaMemcpyPeerAsync lost):
+  // Local rank i sends out[i] pieces of send[i] and receives in[i] into
+  // recv[i]; the caller copies a rank's own piece; empty pieces are skipped.
+  // NCCL even where one process drives every rank:
   // 2 H200s, 2^30 int32 keys: peer copies 5.6 ms against NCCL's 3.0 (docs/multi-gpu-sort.md)
   void exchange(const std::vector<const char*>& send, const std::vector<pieces>& out, const std::vector<char*>& recv,
                 const std::vector<pieces>& in) {
@@ -198,33 +179,27 @@ class nccl_transport {
     });
   }
 
-  // The NCCL calls f makes go out as one group (NCCL groups nest): the keys'
-  // and the values' all-to-all share the links.
+  // f's NCCL calls as one group (groups nest): keys and values share the links.
   template <class F>
   void grouped(F f) {
     in_group(f);
   }
 
-  // The operations f starts go on streams[i] for local rank i instead of the
-  // ranks' own streams (the sort's exchange runs on a stream of higher
-  // priority than the merges beside it: merge_sort.cuh, step 4).
+  // f's operations go on streams[i] instead (the exchange's high-priority streams).
   template <class F>
   void on_streams(const std::vector<cudaStream_t>& streams, F f) {
     swap_streams(members_, streams, f);
   }
 
-  // Waits on the host until every local stream has done its work so far. A
-  // CUDA error, an asynchronous NCCL error (a failed or aborted peer) or the
-  // timeout aborts this process's communicators, so that the other ranks'
-  // collectives fail instead of hanging, and throws.
+  // Host wait for every local stream. An error or the timeout aborts the
+  // communicators (so peers fail instead of hanging) and throws.
   void wait_all() {
     for (int i = 0; i < local_count(); ++i) wait(i);
   }
 
   // The same for local rank i alone.
-  // The first 2 ms of a wait yield instead of sleeping: a sleep lasts 50 us
-  // or more, and the waits that end the call (the exchange, the merge) are
-  // often that short.
+  // The first 2 ms yield instead of sleeping: a sleep lasts 50 us or more,
+  // longer than the call's last waits often are.
   void wait(int i) {
     const member& m = members_[static_cast<std::size_t>(i)];
     const auto began = std::chrono::steady_clock::now();
@@ -247,11 +222,8 @@ class nccl_transport {
     }
   }
 
-  // Aborts this process's communicators once: their peers' pending
-  // operations fail instead of waiting for ranks that will not come. Called
-  // when a rank fails with collectives outstanding. ncclCommAbort frees a
-  // communicator: the caller's handle is dangling afterwards (neither
-  // ncclCommDestroy nor ncclCommAbort it again; make a new one).
+  // Aborts this process's communicators once, so peers fail instead of waiting.
+  // ncclCommAbort frees a communicator: the caller's handle dangles afterwards.
   void abort_all() noexcept {
     if (aborted_) return;
     aborted_ = true;
@@ -275,9 +247,8 @@ class nccl_transport {
                          "?); the communicator was aborted (and freed: make a new one)");
   }
 
-  // A failed or aborted peer, as NCCL reports it on this communicator.
-  // (The deadline first: once the watchdog fired, an older NCCL may have
-  // freed the communicator.)
+  // A failed or aborted peer. The deadline first: once the watchdog fired, an
+  // older NCCL may have freed the communicator.
   void check_async(const member& m) {
     if (watch_->fired()) throw_timeout(m);
     if (aborted_) return;
@@ -292,9 +263,8 @@ class nccl_transport {
     }
   }
 
-  // Until no communicator reports ncclInProgress: a non-blocking
-  // communicator's ncclGroupEnd returns before NCCL has queued the work, and
-  // the next kernel or group must wait for that.
+  // A non-blocking communicator's ncclGroupEnd returns before the work is
+  // queued: wait until none reports ncclInProgress.
   void settle() {
     for (const member& m : members_) {
       for (;;) {
@@ -308,11 +278,9 @@ class nccl_transport {
     }
   }
 
-  // The NCCL calls f makes, as one group. Past the deadline no NCCL call
-  // starts (with an NCCL older than 2.28.7 the watchdog has freed the
-  // communicators); an error of f closes the group first; an error that the
-  // watchdog caused (ncclGroupEnd returns once the communicators are
-  // revoked) is the timeout.
+  // f's NCCL calls as one group. None starts past the deadline (before NCCL
+  // 2.28.7 the watchdog has freed the communicators); an error the watchdog
+  // caused is the timeout.
   template <class F>
   void in_group(F&& f) {
     if (watch_->fired()) throw_timeout(members_.front());

@@ -1,15 +1,9 @@
-// OpenMP merge sort: Modern GPU's blocksort then merge passes (seeds/000) on
-// CPU cores.
-//   1. Block sort: thread t copies its n / p elements into scratch (values as
-//      keyed pairs) and sorts them: first_run, then merge passes chunk by
-//      chunk (in L2), group by group (in L3), then over the block.
-//   2. Merge passes across blocks: pass k merges runs of 2^k blocks, each
-//      merge's output cut at the block boundaries (Merge Path), so all p
-//      threads stay busy to the last pass, where a tree would idle half.
-//   3. The sorted scratch is written back.
-// Scratch is two ping-pong buffers of n elements. The caller's range is written
-// only in step 3, after every comparison: a comparator that throws on any
-// thread leaves it as it was.
+// OpenMP merge sort, Modern GPU's blocksort then merge passes on CPU cores:
+//   1. each thread sorts its n / p block in scratch, cache-sized pieces first;
+//   2. passes across blocks, each merge cut at block boundaries (Merge Path),
+//      so all p threads stay busy to the last pass;
+//   3. the sorted scratch is written back: a comparator that throws leaves
+//      the caller's range as it was.
 #pragma once
 
 #include <cstddef>
@@ -33,23 +27,17 @@ template <class T>
 inline constexpr bool network_sortable = std::is_trivially_copyable_v<T> && sizeof(T) <= 8;
 template <class T>
 inline constexpr index_t first_run = network_sortable<T> ? 4 : 16;
-// The block sort's passes go in cache-sized pieces while runs are short: a
-// chunk, with its ping-pong twin, in a core's L2; a group of group_chunks
-// chunks in its share of L3. Each pass kept in cache saves one over main
-// memory, whose bandwidth bounds the sort at 16 threads (at one thread it is
-// compute-bound and the sizes make no measurable difference).
+// Short runs' passes stay in cache (a chunk and its twin in L2, group_chunks
+// chunks in L3): memory bandwidth bounds the sort at 16 threads.
 inline constexpr std::size_t chunk_bytes = std::size_t{256} << 10;
 inline constexpr index_t group_chunks = 4;
 
-// Scratch holds keys and values as this type: bools as bytes (as the serial
-// backend does), so that a buffer is a plain array.
+// Scratch holds bools as bytes, so a buffer is a plain array.
 template <class T>
 using scratch_t = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;
 
-// Trivial types live in uninitialized arrays that the sorting threads fill
-// (the caller does not wait for a serial fill, and on a multi-socket machine
-// each block's pages land next to the core that sorts it). Other types
-// (std::string) are built into a std::vector up front, as the serial backend does.
+// Trivial types: uninitialized arrays the sorting threads fill (no serial fill;
+// first-touch places pages by their core). Others: a std::vector built up front.
 template <class T>
 inline constexpr bool raw_scratch = std::is_trivially_copyable_v<T> && std::is_trivially_default_constructible_v<T>;
 
@@ -77,8 +65,7 @@ class scratch {
   T* data_ = nullptr;
 };
 
-// Smallest k with run << k >= size: the merge passes that turn runs of `run`
-// elements into one run of `size`.
+// Smallest k with run << k >= size: the passes from runs of `run` to one.
 inline int doublings(index_t run, index_t size) {
   int k = 0;
   for (; run < size; run *= 2) ++k;
@@ -98,9 +85,7 @@ void merge_runs(Item* const (&buf)[2], int from, index_t lo, index_t hi, index_t
   }
 }
 
-// Step 1 on one thread's block [lo, hi). Every thread runs block_passes
-// passes (block 0's, the largest), so all blocks end in the same buffer:
-// buf[block_passes & 1].
+// Step 1 on block [lo, hi). Every block runs block_passes passes, ending in buf[block_passes & 1].
 template <class Item, class Order, class Load>
 void sort_block(Item* const (&buf)[2], index_t lo, index_t hi, int block_passes, const Load& load,
                 const Order& order) {
@@ -131,10 +116,8 @@ void sort_block(Item* const (&buf)[2], index_t lo, index_t hi, int block_passes,
   for (int k = group_passes; k < block_passes; ++k) merge_runs(buf, k & 1, lo, hi, run << k, order);
 }
 
-// Step 2: runs of `width` blocks merge pairwise; thread r writes its own
-// block's range. The barrier after each pass keeps any thread from moving an
-// element out of the source while another still compares it. Returns the
-// buffer that holds the sorted data.
+// Step 2: runs of `width` blocks merge pairwise, thread r writing its block's
+// range; a barrier a pass (no move while another compares). Returns the buffer.
 template <class Item, class Order, class Block>
 int merge_blocks(const team& t, Item* const (&buf)[2], int from, std::vector<index_t>& cross, const Block& block,
                  const Order& order) {

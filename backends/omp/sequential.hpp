@@ -1,8 +1,6 @@
-// What one thread does with its share: a merge, the sorts of the first short
-// runs, a galloping bound search, and the partition of a merge among threads.
-// Written for the OpenMP backend on its own (the serial backend is the oracle
-// the tests hold these to, so they share none of its loops); the merge-path
-// search itself is the one every backend uses (backends/engine/merge_path.hpp).
+// One thread's share: merge, short-run sorts, galloping search, and a merge's
+// partition among threads. Shares no loops with the serial backend, the tests'
+// oracle; merge path is the common one (backends/engine/merge_path.hpp).
 #pragma once
 
 #include <algorithm>
@@ -51,8 +49,7 @@ It advanced(It it, index_t k) {
   }
 }
 
-// std::vector<bool> packs eight elements into a byte: two threads writing
-// neighbours would race, so calls that write through it run on one thread.
+// std::vector<bool> packs bits: threads writing neighbours would race, so one thread.
 template <class It>
 inline constexpr bool packs_bits =
     std::is_same_v<It, std::vector<bool>::iterator> || std::is_same_v<It, std::vector<bool>::const_iterator>;
@@ -60,9 +57,8 @@ inline constexpr bool packs_bits =
 // ---------------------------------------------------------------------------
 // Sequential merge
 
-// A key with its value, moved as one element by sorts and merges by key: a
-// key array and a value array in step were three times slower (g++ turns the
-// second select into a branch; docs/omp-benchmark.md).
+// A key with its value, moved as one element: arrays in step were 3x slower
+// (g++ branches on the second select; docs/omp-benchmark.md).
 template <class K, class V>
 struct keyed {
   K key;
@@ -83,8 +79,7 @@ struct key_order {
   }
 };
 
-// Contiguous iterators (pointers, std::vector's) are merged through pointers,
-// which lets the merge below pick its source with a conditional move.
+// Contiguous ranges merge through pointers, so the source is a conditional move.
 template <class It, class = void>
 struct is_vector_iterator : std::false_type {};
 template <class It>
@@ -96,8 +91,7 @@ struct is_vector_iterator<It, std::enable_if_t<!std::is_same_v<typename std::ite
 template <class It>
 inline constexpr bool is_contiguous = std::is_pointer_v<It> || is_vector_iterator<It>::value;
 
-// The address of it[0] for a contiguous range of n elements (null when empty:
-// an end iterator must not be dereferenced).
+// &it[0] of a contiguous range, null when empty (end must not be dereferenced).
 template <class It>
 auto to_pointer(It it, index_t n) {
   if constexpr (std::is_pointer_v<It>) {
@@ -108,13 +102,10 @@ auto to_pointer(It it, index_t n) {
   }
 }
 
-// Merges a[0, na) and b[0, nb) into out[0, na + nb), values alongside; stable
-// (B taken only when strictly smaller). Move: the inputs are a sort's scratch.
-// About twice the textbook loop's speed on random keys: the source pointer is
-// a conditional move (no mispredictions), and it works from both ends at once
-// (B wins ties at the back): two independent chains the core overlaps.
-// Each round is bounded by the shorter input, so no cursor can pass an end
-// whatever the comparator answers.
+// Stable merge of a[0, na) and b[0, nb) into out, values alongside (Move: the
+// inputs are scratch). ~2x the textbook loop: a conditional-move source and
+// both ends at once (two chains). Rounds bounded by the shorter input keep
+// cursors in range whatever the comparator answers.
 template <bool Move, bool WithValues, class KA, class KB, class VA, class VB, class K, class V, class Comp>
 void merge_pointers(KA* a, index_t na, KB* b, index_t nb, VA* a_vals, VB* b_vals, K* out, V* vals_out,
                     Comp& comp) {
@@ -180,9 +171,7 @@ void merge_pointers(KA* a, index_t na, KB* b, index_t nb, VA* a_vals, VB* b_vals
 }
 
 // The same merge for any random-access iterators and mixed types (B converted
-// to A's): the source is picked by reference, a branch, but proxies and
-// conversions work. (The serial backend's merge_into is written again on
-// purpose: the oracle shares no code with the backends it checks.)
+// to A's): a branch, but proxies and conversions work.
 template <bool Move, class AKeys, class BKeys, class AVals, class BVals, class KeysOut, class ValsOut, class Comp>
 void merge_iterators(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BVals b_vals, KeysOut out,
                      ValsOut vals_out, Comp& comp) {
@@ -267,8 +256,7 @@ void merge_sequential(AKeys a, index_t na, BKeys b, index_t nb, AVals a_vals, BV
 // ---------------------------------------------------------------------------
 // Insertion sort
 
-// Stable insertion sort of x[0, n), moving elements; the j > 0 guard keeps it
-// in range for any comparator.
+// Stable insertion sort; the j > 0 guard keeps it in range for any comparator.
 template <class T, class Comp>
 void insertion_sort(T* x, index_t n, const Comp& comp) {
   for (index_t i = 1; i < n; ++i) {
@@ -280,10 +268,8 @@ void insertion_sort(T* x, index_t n, const Comp& comp) {
   }
 }
 
-// Sorts x[0, 4) stably without a branch: the bubble network (0,1) (2,3) (1,2)
-// (0,1) (2,3) (1,2), whose compare-exchanges only swap neighbours, and only
-// when the second is strictly smaller. For small trivially copyable elements,
-// whose selects compile to conditional moves.
+// Sorts x[0, 4) stably without a branch: a bubble network swapping neighbours
+// only when the second is strictly smaller (conditional moves for small types).
 template <class T, class Comp>
 void sort4(T* x, const Comp& comp) {
   auto exchange = [&](T& a, T& b) {
@@ -301,10 +287,8 @@ void sort4(T* x, const Comp& comp) {
   exchange(x[1], x[2]);
 }
 
-// merge_path and bound_within (backends/engine/) are __host__ __device__ under
-// nvcc, and nvcc flags the host-only iterators and comparators this backend
-// passes them (#20011-D, #20014-D). These wrappers only ever run on the host:
-// the diagnostic is silenced for them alone.
+// Host-only wrappers of the __host__ __device__ engine: silence nvcc's
+// #20011-D/#20014-D for host-only iterators and comparators here alone.
 #if defined(__CUDACC__)
 #pragma nv_diagnostic push
 #pragma nv_diag_suppress 20011, 20014
@@ -330,11 +314,8 @@ struct host_comparator {
 // ---------------------------------------------------------------------------
 // Bound search
 
-// The first position in [pos, end) whose element does not come before the
-// needle (lower: less than it; upper: not greater). Gallops (pos, pos + 1,
-// pos + 3, pos + 7, ...) then binary-searches the last gap: a short step costs
-// a linear walk's, a long one log2 of its length. Every probe is in [pos, end)
-// whatever the comparator does.
+// The first position in [pos, end) not before the needle (lower / upper):
+// gallops then binary-searches the last gap; probes stay in [pos, end).
 template <bool Upper, class Hay, class Needle, class Comp>
 index_t gallop(Hay hay, index_t pos, index_t end, const Needle& needle, Comp& comp) {
   auto before = [&](index_t k) -> bool {
@@ -378,10 +359,8 @@ struct merge_share {
 // Threads first .. last - 1 share one merge of a[0, na) and b[0, nb); thread k
 // writes outputs [diag(k), diag(k + 1)), diag(first) = 0, diag(last) = na + nb;
 // cross[k] is merge_path's answer for diag(k).
-// Under a comparator that is no strict weak ordering the crossings may not tile
-// the inputs, so every thread clamps its group's crossings from the left to
-// keep both cursors monotone; all compute the same values, so the shares tile
-// both inputs exactly and no element is read (or moved from) by two threads.
+// Every thread clamps the crossings alike, so shares tile both inputs exactly
+// even under a comparator that is no strict weak ordering.
 template <class Diag>
 merge_share share_of(const index_t* cross, int first, int last, int rank, index_t na, index_t nb, Diag&& diag) {
   index_t a = 0, a_begin = 0;

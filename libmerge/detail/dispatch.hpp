@@ -10,8 +10,7 @@
 
 namespace libmerge {
 
-// The tags of the backends of every build (NCCL adds its own in
-// policies/nccl.hpp). A policy names its backend as `using backend_tag = ...`.
+// Backend tags of every build (NCCL's: policies/nccl.hpp); a policy's `backend_tag`.
 namespace backend {
 struct serial {};
 struct cuda {};
@@ -53,8 +52,7 @@ struct sorted_run {
   ValIt vals;
 };
 
-// No implementation; backends specialize it with `available = true` and a
-// static run(policy, ...).
+// Backends specialize it with `available = true` and a static run(policy, ...).
 template <class Algorithm, class Backend>
 struct backend_impl {
   static constexpr bool available = false;
@@ -72,10 +70,8 @@ struct has_backend_tag : std::false_type {};
 template <class T>
 struct has_backend_tag<T, std::void_t<typename T::backend_tag>> : std::true_type {};
 
-// Maps a policy onto one of libmerge's own (specialized for Thrust's). For
-// anything else is_policy is false, which takes the algorithms out of overload
-// resolution: an unqualified merge(first, last, ...) that finds lm::merge
-// through a libmerge comparator is not ambiguous with std::merge.
+// Maps a policy onto one of libmerge's own (specialized for Thrust's). Non-policies
+// leave overload resolution, so ADL-found lm::merge never clashes with std::merge.
 template <class Policy, class = void>
 struct policy_adapter {
   static constexpr bool is_policy = false;
@@ -90,9 +86,8 @@ struct policy_adapter<Policy, std::enable_if_t<has_backend_tag<Policy>::value>> 
 template <class Policy>
 inline constexpr bool is_execution_policy = policy_adapter<std::decay_t<Policy>>::is_policy;
 
-// A collective policy (`static constexpr bool collective = true`, NCCL's):
-// a rank with an empty or one-element range must still take part, so the
-// front-ends hand such calls to the backend instead of returning early.
+// A collective policy (NCCL's): a rank with an empty or one-element range must
+// still take part, so front-ends do not return early.
 template <class Policy, class = void>
 struct is_collective : std::false_type {};
 template <class Policy>

@@ -58,13 +58,9 @@ struct match_counters {
   unsigned long long* b;
 };
 
-// Shared memory of a search tile: slot 0 for A's halo (the element before the
-// tile's range of A), A's range, then B's range (aligned for its type) and
-// B's halo (the element after it). Then, unless results are kept in the keys'
-// slots (InKeys), one int a tile position: the local bound, the match flag in
-// bit 31. Bulk-staged ranges (Bulk) land at their sources' offsets in 16-byte
-// lines: A's from byte 16, B's from the line after A's last (up to 64 bytes
-// more); the copies' barrier comes last.
+// Search tile's shared memory: A's halo, A, B (aligned), B's halo; then, unless
+// InKeys, an int a position (bound, match flag in bit 31). Bulk: ranges keep
+// their 16-byte line offsets (A from byte 16); the copies' barrier last.
 template <class TA, class TB, int NV, bool Bulk = false, bool InKeys = false>
 struct search_layout {
   static constexpr std::size_t elem = sizeof(TA) > sizeof(TB) ? sizeof(TA) : sizeof(TB);
@@ -76,23 +72,16 @@ struct search_layout {
   __device__ static std::size_t b_offset(int na) { return align_up((1 + na) * sizeof(TA), alignof(TB)); }
 };
 
-// Whether a search stages its tiles by bulk copies (bulk_load.cuh; kernels
-// for sm_90 and later do, the layout leaves room on every architecture): keys
-// of up to 8 bytes on both sides through plain pointers. The dense search is
-// bound by the SM's issue rate, and a staged tile issues no load or shared
-// store an element (8-byte keys too; the merge's int64 kernel spilled).
+// Whether tiles are staged by bulk copies (bulk_load.cuh): the dense search is
+// issue-bound and a staged tile issues no load or shared store an element.
 // H200, int32 2^24..2^28: 0.86x-0.93x the time (docs/cuda-sorted-search.md).
 template <class AIt, class BIt>
 inline constexpr bool search_bulk_of = sizeof(value_of<AIt>) <= 8 && sizeof(value_of<BIt>) <= 8 &&
                                        bulk_loadable<value_of<AIt>, AIt> && bulk_loadable<value_of<BIt>, BIt>;
 
-// Whether a tile keeps each element's result (an int) in the element's own
-// key slot once its walk has read the key: keys of one 4-byte type (one type:
-// an equality count then reads B's matching key for A's, and the comparator
-// sees the types it always sees). The tile's shared memory halves, so more
-// CTAs fit an SM and tiles can be longer (tuning::search_line::vt_in_keys).
-// 8-byte keys lost: not limited by shared memory, and their results are read
-// with bank conflicts.
+// Whether each result (an int) overwrites its key's slot once read: keys of
+// one 4-byte type. Halves the tile's shared memory (search_line::vt_in_keys);
+// 8-byte keys lost (bank conflicts, not shared-memory bound).
 // H200, 2^28 int32 lower bounds: 0.90x the time at 256x19, 0.79x at 256x31 (docs/cuda-sorted-search.md).
 template <class TA, class TB>
 inline constexpr bool results_in_key_slots =
@@ -102,8 +91,7 @@ template <class AIt, class BIt, int NV>
 using search_tile_layout = search_layout<value_of<AIt>, value_of<BIt>, NV, search_bulk_of<AIt, BIt>,
                                          results_in_key_slots<value_of<AIt>, value_of<BIt>>>;
 
-// Where a tile position's result lives: in its key's slot (InKeys) or in
-// the layout's results array, A's positions first.
+// A tile position's result: its key's slot (InKeys) or the results array.
 template <class TA, class TB, bool InKeys>
 struct result_slots {
   TA* as;
@@ -123,9 +111,7 @@ struct result_slots {
 
 constexpr int match_flag = int(0x80000000u);
 
-// Loads a[0, na) and b[0, count - na) striped over the CTA, every load issued
-// before the first store. One type: the two ranges are contiguous in shared
-// memory and load_tile does it; two types: each side into its own array.
+// load_tile for two key types: each side into its own array.
 template <int NT, int VT, bool Full, class TA, class TB, class AIt, class BIt>
 __device__ __forceinline__ void load_search_tile(AIt a, int na, BIt b, int count, TA* as, TB* bs, int tid) {
   if constexpr (std::is_same_v<TA, TB>) {
@@ -154,9 +140,8 @@ __device__ __forceinline__ void load_search_tile(AIt a, int na, BIt b, int count
   }
 }
 
-// The upper bound of x in hay[0, n), given that hay[from] is equal to x (so
-// the bound is past it): galloping, so a run of k equal elements costs
-// 2 log2(k) probes. Every probe lies in [from, n).
+// Upper bound of x in hay[0, n) given hay[from] == x: galloping, 2 log2(k)
+// probes for a run of k equal elements, all in [from, n).
 template <class Hay, class T, class Comp>
 __device__ index_t upper_bound_from(Hay hay, index_t from, index_t n, const T& x, Comp& comp) {
   index_t lo = from + 1, step = 1, hi = lo;
@@ -168,9 +153,7 @@ __device__ index_t upper_bound_from(Hay hay, index_t from, index_t n, const T& x
   return bound_within<true>(hay, lo, hi < n ? hi : n, x, comp);
 }
 
-// Adds a tile's match counts to the counters, one atomic per counter a tile.
-// A tile holds at most 65535 elements, so both sums fit 16 bits of one
-// unsigned int and one BlockReduce does both.
+// One atomic a counter a tile; both sums fit 16 bits (tiles <= 65535), one BlockReduce.
 template <int NT, bool CountA, bool CountB>
 __device__ __forceinline__ void add_matches(unsigned matches_a, unsigned matches_b, match_counters counters, int tid) {
   if constexpr (CountA || CountB) {
@@ -184,8 +167,7 @@ __device__ __forceinline__ void add_matches(unsigned matches_a, unsigned matches
   }
 }
 
-// B read at global position k: from the tile's copy where it has one (its
-// range and halo start at global position b0), else from global memory.
+// B at global position k: from the tile's copy (from b0) where it has one.
 template <class TB, class BIt>
 struct tile_or_global {
   const TB* tile;
@@ -198,8 +180,7 @@ struct tile_or_global {
 template <class It>
 using out_value_t = typename std::iterator_traits<It>::value_type;
 
-// Coalesced stores of the tile's results: positions [0, na) are A's,
-// [na, count) B's. Matches are counted here, once a position.
+// Coalesced stores of the results ([0, na) A's, then B's); matches counted here.
 template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt,
           class Slots, class AOut, class BOut, class Comp>
 __device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& g, const tile_range& r,
@@ -216,22 +197,18 @@ __device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& 
     if (j < na ? !a_writes_any : !writes_output(TypeB)) continue;  // a side that writes nothing
     const int res = results[j];
     const bool m = res < 0;
-    // For sorted input every position was written once. The clamp is for
-    // input that is not sorted (or a comparator that is not a strict weak
-    // order), where the threads' paths may miss or overlap positions: the
-    // results are then unspecified but every bound stays within the tile.
+    // The clamp keeps bounds within the tile for unsorted input or a
+    // comparator that is no strict weak order (results unspecified then).
     const int other = j < na ? nb : na;
     const int local = (res & ~match_flag) < other ? (res & ~match_flag) : other;
     if (j < na) {
       if constexpr (AWrites == a_writes::equal_count) {
-        // Equal elements of B start at the lower bound; the run may go on past
-        // the tile, where the search reads global memory.
+        // The run of equal B elements may go on past the tile (global memory).
         const index_t lb = r.b0 + local;
         index_t n_equal = 0;
         if (m && lb < g.nb) {
           const tile_or_global<TB, BIt> hay{bs, b_valid, r.b0, g.b_keys};
-          // A's key, or where its slot holds its result (results_in_key_slots;
-          // B is never written here) the B element it matched, equal to it.
+          // A's key, or (its slot holds its result) the equal B element it matched.
           if constexpr (results_in_key_slots<value_of<AIt>, TB>) {
             n_equal = upper_bound_from(hay, lb, g.nb, bs[local], comp) - lb;
           } else {
@@ -251,10 +228,8 @@ __device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& 
   add_matches<Box::nt, writes_match(TypeA), writes_match(TypeB)>(matches_a, matches_b, counters, tid);
 }
 
-// Loaders of a search tile: A's range from as[0] (as[-1] holds A's element
-// before it, the halo), B's from bs[0] (bs[nb] B's element after it); they
-// return with the keys in shared memory and the CTA past a barrier.
-// Through registers (load_search_tile), A and B where the layout puts them:
+// Loaders of a search tile: A at as[0] (halo as[-1]), B at bs[0] (halo bs[nb]);
+// they return past a barrier. Through registers:
 struct register_search_loader {
   template <class Box, bool Full, class Layout, class AIt, class BIt, class TA, class TB>
   static __device__ __forceinline__ void load(const search_merge<AIt, BIt>& g, const tile_range& r, int na, int nb,
@@ -266,9 +241,7 @@ struct register_search_loader {
     __syncthreads();
   }
 };
-// staged by bulk copies: A's range from byte 16, B's from the line after
-// A's last. The copy engine writes only whole lines inside the ranges, so
-// the halo elements (outside them) are the threads' to store.
+// by bulk copies; the halo elements lie outside the copies: threads store them.
 struct bulk_search_loader {
   template <class Box, bool Full, class Layout, class AIt, class BIt, class TA, class TB>
   static __device__ __forceinline__ void load(const search_merge<AIt, BIt>& g, const tile_range& r, int na, int nb,
@@ -284,16 +257,11 @@ struct bulk_search_loader {
   }
 };
 
-// The tile's merge (A first on ties): A's element a records b (and
-// match_flag), B's element b records a (result_slots). Each thread walks its
-// VT steps, bounded by where the next thread starts: the walks then cover
-// the tile's positions exactly once whatever the comparator does. Starts out
-// of order (unsorted input) make the tile write no match and bound 0
-// instead. Keys are read only at in-range offsets; as[-1] stands in where A
-// has no element before. The walk is the CTA merge's (merge_walk,
-// cta_merge.cuh). Results kept in the key slots (InKeys) overwrite a thread's
-// keys as it walks them: what it reads of its neighbours' (A's element
-// before its start, B's element at its end) it reads before the walks begin.
+// The tile's merge walk (A first on ties): A's element records its bound in B
+// (and match_flag), B's its bound in A. Each walk ends where the next thread
+// starts, so positions are covered exactly once whatever the comparator does;
+// starts out of order write bound 0, no match. InKeys: neighbours' keys are
+// read before the walks overwrite them.
 template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, bool InKeys, class TA,
           class TB, class Comp>
 __device__ __forceinline__ void walk_search_tile(const TA* as, TB* bs, int na, int nb, int count, int b_valid,
@@ -302,9 +270,7 @@ __device__ __forceinline__ void walk_search_tile(const TA* as, TB* bs, int na, i
   constexpr bool a_writes_any = writes_output(TypeA) || AWrites == a_writes::equal_count;
   constexpr bool a_needs_match = writes_match(TypeA) || AWrites == a_writes::equal_count;
   constexpr bool b_needs_match = writes_match(TypeB);
-  // B's keys are overwritten by their results while other threads walk
-  // (InKeys): a thread whose walk reaches the next thread's first B element
-  // takes it from here, where that thread left it before the walks began.
+  // The next thread's first B element, saved before InKeys walks overwrite it.
   constexpr bool b_overwritten = InKeys && writes_output(TypeB);
   __shared__ __align__(16) unsigned char first_b_bytes[b_overwritten ? Box::nt * sizeof(TB) : 1];
   TB* const first_b = reinterpret_cast<TB*>(first_b_bytes);
@@ -348,9 +314,7 @@ __device__ __forceinline__ void walk_search_tile(const TA* as, TB* bs, int na, i
       });
 }
 
-// The dense search of one tile: A's lower bounds into B, B's upper bounds
-// into A: the tile (and its halo) into shared memory by a loader, the merge
-// walk (walk_search_tile), the stores (store_search_tile).
+// The dense search of one tile: A's lower bounds into B, B's upper bounds into A.
 template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt,
           class AOut, class BOut, class Comp>
 __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, const tile_range& r, bool ordered,
@@ -368,8 +332,7 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
   const int na = static_cast<int>(r.a1 - r.a0);
   const int count = r.count();
   const int nb = count - na;
-  // Halo elements: B's element after the range decides the match of the last
-  // A elements, A's element before the range that of the first B elements.
+  // Halos decide the matches of A's last and B's first elements.
   const int halo_a = b_needs_match && r.a0 > 0 ? 1 : 0;
   const int halo_b = a_needs_match && r.b1 < g.nb ? 1 : 0;
   TA* as = reinterpret_cast<TA*>(smem) + 1;
@@ -391,8 +354,7 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
                                                       a_out, b_out, counters, comp, tid);
 }
 
-// Registers decide how many CTAs share an SM: the entry's threads, for tiles
-// up to 512 threads (as many as the shared memory of a 512x15 tile allows).
+// CTAs an SM for the register budget, tiles up to 512 threads.
 template <class Box>
 inline constexpr int search_ctas_per_sm = Box::nt <= 512 ? tuning::here.search.sm_threads / Box::nt : 1;
 
@@ -405,11 +367,8 @@ __global__ void __launch_bounds__(Box::nt, search_ctas_per_sm<Box>)
   wait_for_prerequisite_grid();  // the partitions are complete from here on
   const index_t tile = blockIdx.x;
   if (zero != nullptr && tile == 0 && threadIdx.x == 0) *zero = match_counts{};  // counts of a search without matches
-  // Partitions out of order (unsorted input, or a comparator that is no
-  // strict weak order) make tiles overlap and leave gaps. Then tile t takes
-  // positions [t * nv, (t + 1) * nv) of A's outputs followed by B's and writes
-  // no match and the bound of its first position: every output is written
-  // once, with a value in range, whatever the comparator did.
+  // Partitions out of order (unsorted input, no strict weak order): tile t
+  // takes outputs [t * nv, (t + 1) * nv) so each is written once, in range.
   int bad = 0;
   for (int i = static_cast<int>(threadIdx.x); i < order_blocks; i += Box::nt) bad |= out_of_order[i];
   const bool ordered = !__syncthreads_or(bad);

@@ -1,6 +1,4 @@
-// The sparse sorted search's kernel (sorted_search.cuh has the host side):
-// each needle searched in the whole haystack, K at a time in lockstep, by
-// binary, 4-ary or interpolation probes (needle_search_kernel).
+// The sparse sorted search's kernel (host side: sorted_search.cuh).
 #pragma once
 
 #include "../launch.cuh"
@@ -10,16 +8,12 @@ namespace libmerge::detail::cuda_backend {
 
 // bounds_in_lockstep and bounds_in_lockstep_4 are the engine's (backends/engine/bounds.hpp).
 
-// Interpolation needs keys that are numbers and a comparator that orders them
-// as numbers (or in reverse, numeric_order in launch.cuh): then where x falls
-// between two keys of the haystack says roughly where its bound is.
+// Interpolation needs numbers under a numeric order (numeric_order, orders.cuh).
 template <class Comp, class Needle, class Hay>
 inline constexpr bool interpolable_v = orders_numbers_v<Comp, Needle> && is_number_v<Hay>;
 
-
-// b - a as a float, for a guess: integers are subtracted in their common type
-// made unsigned (no overflow; int64 keys near 2^62 that differ by 1 give 1),
-// floating point in its own type (an overflow to infinity only spoils the guess).
+// b - a as a float, for a guess: integers subtracted unsigned (no overflow),
+// floating point in its own type (infinity only spoils the guess).
 template <class A, class B>
 __device__ __forceinline__ float key_distance(const A& a, const B& b) {
   using C = std::common_type_t<A, B>;
@@ -33,25 +27,16 @@ __device__ __forceinline__ float key_distance(const A& a, const B& b) {
   }
 }
 
-// The first position in hay[0, nh) whose element is not before x (Upper: is
-// after x), or nh: binary down to a window of `window` positions (levels that
-// neighbouring needles share), then up to interpolation_probes guesses, each
-// reading the two ends of the 64-byte block around it (one DRAM fetch), then
-// binary in what is left (L1 hits). A binary search is bound by DRAM's
-// random-access rate (about 2.3 blocks a needle at |B|/64); on evenly spread
-// keys the guess lands in or beside the right block.
-// Skewed keys only cost probes: a miss still moves one end of the window, the
-// guess is clamped inside it, and a needle equal to a window end's key (a run
-// the guess cannot see into) goes binary (after one probe, if that end came
-// from a probe).
+// x's lower (Upper: upper) bound in hay[0, nh): binary down to `window`, then
+// up to interpolation_probes guesses, each reading one 64-byte block's ends (one
+// DRAM fetch), then binary (L1 hits). Skewed keys only cost probes.
 // Invariant: the bound lies in [lo, hi]; hay[lo - 1] (vlo, if lo > 0) is before
 // x and hay[hi] (vhi, if hi < nh) is not. Every load lies in [0, nh), sorted or not.
 template <bool Upper, class Index, class Hay, class T, class Comp>
 __device__ __forceinline__ Index interpolation_bound(Hay hay, Index nh, const T& x, Index window, int phase,
                                                      Comp& comp) {
   using H = value_of<Hay>;
-  // Keys a 64-byte block; phase: the haystack's offset from a block boundary
-  // in keys, so that a probe's two loads share one DRAM fetch.
+  // Keys a 64-byte block and the haystack's phase: a probe's loads share a fetch.
   constexpr Index block = sizeof(H) <= 64 && 64 % sizeof(H) == 0 ? Index(64 / sizeof(H)) : Index(1);
   const auto before = [&](const H& v) { return Upper ? !comp(x, v) : comp(v, x); };
   Index lo = 0, hi = nh;
@@ -69,21 +54,15 @@ __device__ __forceinline__ Index interpolation_bound(Hay hay, Index nh, const T&
   }
   if (lo > 0 && hi < nh) {
     for (int probe = 0; probe < tuning::here.search.interpolation_probes && lo < hi; ++probe) {
-      // x lies between the keys at lo - 1 and hi: f of the way (a float is
-      // exact enough for a guess). f is 0 or 1 where x equals an end's key
-      // (its run may go on past the guess), and NaN (unordered keys, a span
-      // that overflowed) is taken as 0.
+      // x is f of the way from lo - 1 to hi; NaN (unordered keys, overflow) is 0.
       float f = __fdividef(key_distance(vlo, x), key_distance(vlo, vhi));
       const bool at_end = !(f > 0.0f && f < 1.0f);
-      // Equal to an end's key before any probe: the binary phase ended in
-      // x's run, which may fill the window (keys in long runs); binary.
+      // Equal to an end's key: x's run may fill the window, so binary.
       if (at_end && probe == 0) break;
       f = f > 0.0f ? (f < 1.0f ? f : 1.0f) : 0.0f;
       Index g = lo + static_cast<Index>(f * static_cast<float>(hi - lo));
       g = g < hi ? g : hi - 1;
-      // The block around g, within [lo, hi): its first and last key. (No
-      // sum here exceeds nh + 2 * block: int positions are used below 2^31 -
-      // 256 keys.)
+      // The block around g within [lo, hi) (sums stay under nh + 2 * block).
       const Index b0 = g - (g % block + phase) % block;
       const Index s = b0 > lo ? b0 : lo;
       const Index e = (b0 + block < hi ? b0 + block : hi) - 1;
@@ -106,8 +85,7 @@ __device__ __forceinline__ Index interpolation_bound(Hay hay, Index nh, const T&
   return bound_within<Upper>(hay, lo, hi, x, comp);
 }
 
-// The haystack's offset from a 64-byte boundary, in keys (0 for iterators
-// that are no pointer, or keys whose size does not divide 64).
+// The haystack's offset from a 64-byte boundary in keys (0 if unknown).
 template <class Hay>
 __device__ __forceinline__ int block_phase(Hay hay) {
   using H = value_of<Hay>;
@@ -121,10 +99,8 @@ __device__ __forceinline__ int block_phase(Hay hay) {
 
 enum class needle_probe { binary, quaternary, interpolation };
 
-// A needle box may fix the probe whatever the tuning line says (as
-// perf/bench_search.cu's sweeps do): a static member `probe_4ary = true`
-// (always 4-ary) or `interpolate_from` (from that many needle spacings on; 0:
-// never). A plain launch_box leaves both to the line.
+// A needle box may fix the probe (perf/bench_search.cu's sweeps): static
+// `probe_4ary = true` or `interpolate_from` (0: never); else the line decides.
 template <class Box, class = void>
 struct box_probes_4ary : std::false_type {};
 template <class Box>
@@ -135,13 +111,9 @@ template <class Box>
 struct box_interpolates_from<Box, std::void_t<decltype(Box::interpolate_from)>>
     : std::integral_constant<int, Box::interpolate_from> {};
 
-// The sparse search: each needle searched in the whole haystack, as
-// thrust::lower_bound does, with sorted search's match flags, counts and
-// equality runs. A thread takes vt consecutive needles: binary or 4-ary in
-// lockstep (sorted neighbours share their path until the last levels, so a
-// step's vt loads mostly hit one line, and steps overlap), or one after
-// another with interpolation_bound. Index is int below 2^31 keys (a third
-// fewer instructions a step).
+// The sparse search, each needle in the whole haystack: a thread's vt
+// consecutive needles in lockstep (binary or 4-ary; neighbours share lines),
+// or one after another by interpolation_bound. Index: int below 2^31 keys.
 // H100: bracketing each tile's needles first lost, 0.16 vs thrust::lower_bound's 0.033 ms (docs/cuda-sorted-search.md)
 template <class Box, needle_probe Probe, bool Upper, search_type Type, a_writes Writes, class Index, class NIt,
           class HIt, class Out, class Comp>
@@ -155,8 +127,7 @@ __global__ void __launch_bounds__(Box::nt)
   T x[Box::vt];
 #pragma unroll
   for (int k = 0; k < Box::vt; ++k) {
-    // Past the needles, a lane searches the last needle again: lanes stay in
-    // step, nothing is written for them.
+    // Lanes past the needles repeat the last one to stay in step, writing nothing.
     const index_t j = base + k;
     x[k] = static_cast<T>(needles[j < nn ? j : nn - 1]);
   }
