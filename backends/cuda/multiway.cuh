@@ -75,132 +75,197 @@ __device__ __forceinline__ run_half<4, K> runs_half(const four_runs<K, V>& r, in
   return {r.keys[2 * h], r.len[2 * h], r.keys[2 * h + 1], r.len[2 * h + 1]};
 }
 
-// The pair samples of four runs (pair_sample_kernel): for half h and j <
-// stride, the half's inner split at rank j * nv (clamped to its size) at
-// samples[h * stride + j], its elements of ranks j * nv and j * nv - 1 at
-// sample_keys[2 (h * stride + j)] and [.. + 1]. They start each tile's 4-way
-// search inside one tile of each run.
+// Groups of up to four runs that one launch of each kernel merges, each
+// group into out + at[g]: group g's tiles are [tile_first[g],
+// tile_first[g + 1]), its pair samples [sample_first[g], sample_first[g + 1])
+// (half h's j-th at sample_first[g] + h * stride[g] + j). A level's groups in
+// one launch, not one after another: H100, 2^28 int32 keys in 64 runs took
+// 4.93 ms one group at a time (docs/cuda-merge.md).
+inline constexpr int max_groups = 32;  // (kernel parameters of about 4 KB)
+template <class K, class V>
+struct run_groups {
+  four_runs<K, V> runs[max_groups];
+  index_t at[max_groups];
+  index_t stride[max_groups];
+  index_t sample_first[max_groups + 1];
+  int tile_first[max_groups + 1];
+  int count;
+  // The group of tile t (of sample i): the last whose first is not above it.
+  template <class T>
+  static __device__ __forceinline__ int find(const T (&first)[max_groups + 1], int count, T t) {
+    int lo = 0;
+    for (int step = max_groups / 2; step > 0; step /= 2) {
+      if (lo + step < count && first[lo + step] <= t) lo += step;
+    }
+    return lo;
+  }
+  __device__ __forceinline__ int group_of_tile(int t) const { return find(tile_first, count, t); }
+  __device__ __forceinline__ int group_of_sample(index_t i) const { return find(sample_first, count, i); }
+};
+
+// The pair samples of each group (pair_sample_kernel): for half h and j <
+// stride[g], the half's inner split at rank j * nv (clamped to its size),
+// and its elements of ranks j * nv and j * nv - 1. They start each tile's
+// 4-way search inside one tile of each run.
 // 2 H100s, 2^29 int32: 4.1 ms without, 1.6 for lm::merge of two (docs/cuda-merge-sort.md)
 template <class K, class V>
 struct runs_sampling {
   using key_type = K;
-  four_runs<K, V> r;
-  index_t nv, stride;
-  struct halves {
-    const four_runs<K, V>& r;
-    pair_sample_grid grid;
-    __device__ __forceinline__ run_half<4, K> half(index_t h) const { return runs_half(r, static_cast<int>(h)); }
+  run_groups<K, V> groups;
+  index_t nv;
+  struct samples {
+    const run_groups<K, V>& groups;
+    index_t nv, count;
+    __device__ __forceinline__ pair_sample<K> at(index_t i) const {
+      const int g = groups.group_of_sample(i);
+      const index_t stride = groups.stride[g];
+      const index_t k = i - groups.sample_first[g];
+      const run_half<4, K> half = runs_half(groups.runs[g], static_cast<int>(k / stride));
+      const index_t rank = (k % stride) * nv;
+      return {half, rank < half.size() ? rank : half.size()};
+    }
   };
-  __device__ __forceinline__ halves view() const { return {r, {nv, stride, 2 * stride}}; }
+  __device__ __forceinline__ samples view() const { return {groups, nv, groups.sample_first[groups.count]}; }
 };
 
-// The tiles of four runs (pass_partition_kernel): a thread a tile finds its
-// start (halves_split over the pair samples, stable: ties in run order); a
-// tile ends where the next starts.
+// The tiles of each group (pass_partition_kernel): a thread a tile finds its
+// start (halves_split over the group's pair samples, stable: ties in run
+// order); a tile ends where the next of its group starts.
 template <class K, class V>
 struct runs_tiling {
-  four_runs<K, V> r;
-  index_t nv, num_tiles, stride;
+  run_groups<K, V> groups;
+  index_t nv;
   const index_t* samples;
   const K* sample_keys;
   struct tile_of {
     const runs_tiling& t;
-    index_t tile;
+    int g;
+    index_t local;  // the tile's index in its group
     bool active;
     index_t num_tiles;
     template <class Comp>
     __device__ __forceinline__ run_split<4> start(Comp& comp) const {
-      const half_samples<K> hs{{t.samples, t.samples + t.stride}, {t.sample_keys, t.sample_keys + 2 * t.stride}, t.nv};
-      return halves_split(runs_half(t.r, 0), runs_half(t.r, 1), tile * t.nv, comp, hs);
+      const index_t first = t.groups.sample_first[g], stride = t.groups.stride[g];
+      const half_samples<K> hs{{t.samples + first, t.samples + first + stride},
+                               {t.sample_keys + 2 * first, t.sample_keys + 2 * (first + stride)}, t.nv};
+      const four_runs<K, V>& r = t.groups.runs[g];
+      return halves_split(runs_half(r, 0), runs_half(r, 1), local * t.nv, comp, hs);
     }
     __device__ __forceinline__ tile_desc<4> describe(const run_split<4>& first, const run_split<4>& next) const {
-      const index_t size = t.r.len[0] + t.r.len[1] + t.r.len[2] + t.r.len[3];
-      const index_t d0 = tile * t.nv;
+      const four_runs<K, V>& r = t.groups.runs[g];
+      const index_t size = r.len[0] + r.len[1] + r.len[2] + r.len[3];
+      const index_t d0 = local * t.nv;
       const index_t d1 = d0 + t.nv < size ? d0 + t.nv : size;
       index_t begin[4], end[4];
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         begin[k] = first.s[k];
-        end[k] = d1 == size ? t.r.len[k] : next.s[k];
+        end[k] = d1 == size ? r.len[k] : next.s[k];
       }
-      clamp_pieces(t.r.len, begin, end, d1 - d0);
+      clamp_pieces(r.len, begin, end, d1 - d0);
       tile_desc<4> d;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         d.at[k] = begin[k];
         d.size[k] = static_cast<std::uint16_t>(end[k] - begin[k]);
       }
-      d.out = d0;
+      d.out = t.groups.at[g] + d0;
       return d;
     }
   };
   template <int Ways, class Comp>
   __device__ __forceinline__ tile_of at(index_t tile, Comp&) const {
-    static_assert(Ways == 4, "four runs make 4-way tiles");
-    return {*this, tile, true, num_tiles};
+    static_assert(Ways == 4, "groups of four runs make 4-way tiles");
+    const int tiles = groups.tile_first[groups.count];
+    const int g = groups.group_of_tile(static_cast<int>(tile < tiles ? tile : 0));
+    return {*this, g, tile - groups.tile_first[g], true, tiles};
   }
 };
 
-// A pass over four runs (pass_kernel): every tile has work, none samples its
-// output, no guard.
+// A pass over groups of runs (pass_kernel): every tile has work, none
+// samples its output, no guard. A tile's pieces come from its group's runs.
 template <class K, class V, bool WithValues>
 struct runs_pass {
   using key_type = K;
   using value_type = V;
   static constexpr bool with_values = WithValues;
   static constexpr bool guard = false;
-  four_runs<K, V> runs;
+  run_groups<K, V> groups;
   K* keys_out;
   V* vals_out;
-  int tiles;
-  __device__ __forceinline__ int num_tiles() const { return tiles; }
+  __device__ __forceinline__ int num_tiles() const { return groups.tile_first[groups.count]; }
+  __device__ __forceinline__ runs_io<K, V> io() const {
+    return {groups.runs[groups.group_of_tile(static_cast<int>(blockIdx.x))], keys_out, vals_out};
+  }
   static __device__ __forceinline__ K* samples() { return nullptr; }
-  __device__ __forceinline__ runs_io<K, V> io() const { return {runs, keys_out, vals_out}; }
   __device__ __forceinline__ void add(unsigned long long) const {}
 };
 
-// The scratch of merge_four_runs for n elements in all: tile descriptors
-// and pair samples (bounds that hold however the elements are split).
+// The scratch of merge_groups for n elements in all in at most max_groups
+// groups: tile descriptors and pair samples.
 template <class Box, class K>
-struct four_runs_scratch {
-  index_t tiles;
+struct run_groups_scratch {
+  index_t tiles, samples;
   std::size_t desc_bytes, sample_bytes, bytes;
-  explicit four_runs_scratch(index_t n) : tiles((n + Box::nv - 1) / Box::nv) {
-    const index_t stride = tiles + 1;  // (the most pair samples a half of n elements takes)
+  explicit run_groups_scratch(index_t n)
+      : tiles((n + Box::nv - 1) / Box::nv + max_groups), samples(2 * tiles + 2 * max_groups) {
     desc_bytes = align_up(sizeof(tile_desc<4>) * static_cast<std::size_t>(tiles), 256);
-    sample_bytes = align_up(sizeof(index_t) * 2 * static_cast<std::size_t>(stride), 256);
-    bytes = desc_bytes + sample_bytes + align_up(sizeof(K) * 4 * static_cast<std::size_t>(stride), 256);
+    sample_bytes = align_up(sizeof(index_t) * static_cast<std::size_t>(samples), 256);
+    bytes = desc_bytes + sample_bytes + align_up(sizeof(K) * 2 * static_cast<std::size_t>(samples), 256);
   }
 };
 
-// Merges r's runs (empty ones allowed) into keys_out (vals_out), stable in run
-// order, in one 4-way pass with Box (the sort's 4-way pass box for these
-// types); scratch: four_runs_scratch<Box, K>(n).bytes, n the elements in all.
+// One group for run_groups: its runs (up to four; empty ones allowed), merged
+// to out + at.
+template <class K, class V>
+struct run_group_job {
+  four_runs<K, V> runs;
+  index_t at;
+};
+
+// Merges each job's runs to keys_out + at (vals_out + at), stable in run
+// order, one 4-way pass with Box (the sort's 4-way pass box for these types)
+// for up to max_groups jobs at a time; scratch: run_groups_scratch<Box, K>(n)
+// bytes, n the most elements max_groups consecutive jobs hold.
 template <class Box, class K, class V, bool WithValues, class Comp>
-void merge_four_runs(const four_runs<K, V>& r, K* keys_out, V* vals_out, Comp comp, unsigned char* scratch,
-                     cudaStream_t stream, const device_info& dev, const char* algorithm) {
-  const index_t n = r.len[0] + r.len[1] + r.len[2] + r.len[3];
-  if (n == 0) return;
-  const four_runs_scratch<Box, K> s(n);
-  if (s.tiles > max_grid_ctas / 32) throw_too_many_tiles(algorithm);
-  // Pair samples of each half at every multiple of nv.
-  const index_t stride = (std::max(r.len[0] + r.len[1], r.len[2] + r.len[3]) + Box::nv - 1) / Box::nv + 1;
-  auto* descs = reinterpret_cast<tile_desc<4>*>(scratch);
-  auto* samples = reinterpret_cast<index_t*>(scratch + s.desc_bytes);
-  auto* sample_keys = reinterpret_cast<K*>(scratch + s.desc_bytes + s.sample_bytes);
+void merge_groups(const std::vector<run_group_job<K, V>>& jobs, K* keys_out, V* vals_out, Comp comp,
+                  unsigned char* scratch, cudaStream_t stream, const device_info& dev, const char* algorithm) {
   auto merge_kernel = pass_kernel<Box, 4, runs_pass<K, V, WithValues>, Comp>;
-  using layout = pass_layout<Box, K, V, WithValues>;
-  prepare_shared_memory(merge_kernel, layout::bytes, dev, Box::nt, Box::vt, algorithm);
+  prepare_shared_memory(merge_kernel, pass_layout<Box, K, V, WithValues>::bytes, dev, Box::nt, Box::vt, algorithm);
   const auto nv = static_cast<index_t>(Box::nv);
-  launch(pair_sample_kernel<runs_sampling<K, V>, Comp>, (2 * stride + sample_threads - 1) / sample_threads,
-         sample_threads, 0, stream, true, dev, algorithm, "pair_sample_kernel", runs_sampling<K, V>{r, nv, stride},
-         samples, sample_keys, comp);
-  launch(pass_partition_kernel<4, runs_tiling<K, V>, Comp>, (s.tiles + partition_tiles - 1) / partition_tiles,
-         partition_tiles + 1, 0, stream, true, dev, algorithm, "pass_partition_kernel",
-         runs_tiling<K, V>{r, nv, s.tiles, stride, samples, sample_keys}, descs, comp);
-  launch(merge_kernel, s.tiles, Box::nt, layout::bytes, stream, true, dev, algorithm, "pass_kernel",
-         runs_pass<K, V, WithValues>{r, keys_out, vals_out, static_cast<int>(s.tiles)},
-         static_cast<const tile_desc<4>*>(descs), comp);
+  for (std::size_t first = 0; first < jobs.size();) {
+    run_groups<K, V> gs{};
+    index_t n = 0;
+    for (; first < jobs.size() && gs.count < max_groups; ++first) {
+      const four_runs<K, V>& r = jobs[first].runs;
+      const index_t size = r.len[0] + r.len[1] + r.len[2] + r.len[3];
+      if (size == 0) continue;
+      const int g = gs.count++;
+      gs.runs[g] = r;
+      gs.at[g] = jobs[first].at;
+      gs.stride[g] = (std::max(r.len[0] + r.len[1], r.len[2] + r.len[3]) + nv - 1) / nv + 1;
+      gs.sample_first[g + 1] = gs.sample_first[g] + 2 * gs.stride[g];
+      const index_t tiles = gs.tile_first[g] + (size + nv - 1) / nv;
+      if (tiles > max_grid_ctas / 32) throw_too_many_tiles(algorithm);
+      gs.tile_first[g + 1] = static_cast<int>(tiles);
+      n += size;
+    }
+    if (gs.count == 0) continue;
+    const run_groups_scratch<Box, K> s(n);
+    auto* descs = reinterpret_cast<tile_desc<4>*>(scratch);
+    auto* samples = reinterpret_cast<index_t*>(scratch + s.desc_bytes);
+    auto* sample_keys = reinterpret_cast<K*>(scratch + s.desc_bytes + s.sample_bytes);
+    const index_t tiles = gs.tile_first[gs.count], count = gs.sample_first[gs.count];
+    launch(pair_sample_kernel<runs_sampling<K, V>, Comp>, (count + sample_threads - 1) / sample_threads,
+           sample_threads, 0, stream, true, dev, algorithm, "pair_sample_kernel", runs_sampling<K, V>{gs, nv},
+           samples, sample_keys, comp);
+    launch(pass_partition_kernel<4, runs_tiling<K, V>, Comp>, (tiles + partition_tiles - 1) / partition_tiles,
+           partition_tiles + 1, 0, stream, true, dev, algorithm, "pass_partition_kernel",
+           runs_tiling<K, V>{gs, nv, samples, sample_keys}, descs, comp);
+    launch(merge_kernel, tiles, Box::nt, pass_layout<Box, K, V, WithValues>::bytes, stream, true, dev, algorithm,
+           "pass_kernel", runs_pass<K, V, WithValues>{gs, keys_out, vals_out}, static_cast<const tile_desc<4>*>(descs),
+           comp);
+  }
 }
 
 // Calls f(box) with the sort's 4-way pass box for (K, V) on dev and n
@@ -244,57 +309,62 @@ struct scratch_run {
   V* vals;
 };
 
-// Levels of a k-way merge, level l merging groups of ways[l - 1] consecutive
-// runs (ties stay in run order), until one run is left, in the output; the
-// levels between alternate between scratch buffers 0 and 1 at `buffers`
-// (level_buffers of them). merge_group(group, m, keys_to, vals_to) merges m runs.
-// The ways of each level: 4 for the last group and where four runs of the
-// level's mean length hold min_four elements or more, else 2 (min_four 0:
-// always 2). Small groups one after another leave the GPU idle: H100, 2^28
-// int32 keys in 1024 runs, 4-way from the first level took 38.7 ms, 2-way 13.7.
-inline std::vector<std::size_t> level_ways(std::size_t runs, index_t total, index_t min_four) {
-  std::vector<std::size_t> ways;
-  for (std::size_t k = runs; k > 1;) {
-    const bool four = min_four > 0 && (k <= 4 || 4 * (total / static_cast<index_t>(k)) >= min_four);
-    const std::size_t w = four ? 4 : 2;
-    ways.push_back(w);
-    k = (k + w - 1) / w;
-  }
-  return ways;
+// Levels of a k-way merge, each merging groups of `ways` consecutive runs
+// (ties stay in run order; the last group may have fewer), until one run is
+// left, in the output; the levels between alternate between scratch buffers
+// 0 and 1 at `buffers` (level_buffers(runs, ways) of them).
+// merge_level(runs, keys_to, vals_to) merges a level's groups one after
+// another to keys_to (vals_to). No level (one run): merge_level copies it.
+inline int merge_levels_of(std::size_t runs, std::size_t ways) {
+  int levels = 0;
+  for (std::size_t k = runs; k > 1; k = (k + ways - 1) / ways) ++levels;
+  return levels;
 }
-inline std::size_t level_buffers(const std::vector<std::size_t>& ways) {
-  return ways.size() >= 3 ? 2 : (ways.size() == 2 ? 1 : 0);
+inline std::size_t level_buffers(std::size_t runs, std::size_t ways) {
+  const int levels = merge_levels_of(runs, ways);
+  return levels >= 3 ? 2 : (levels == 2 ? 1 : 0);
 }
-template <class K, class V, bool WithValues, class Run, class KeysOut, class ValsOut, class MergeGroup>
-void merge_in_levels(const std::vector<Run>& runs, index_t total, const std::vector<std::size_t>& ways,
-                     KeysOut keys_out, ValsOut vals_out, unsigned char* buffers, MergeGroup&& merge_group) {
-  const int levels = static_cast<int>(ways.size());
+template <class K, class V, bool WithValues, class Run, class KeysOut, class ValsOut, class MergeLevel>
+void merge_in_levels(const std::vector<Run>& runs, index_t total, std::size_t ways, KeysOut keys_out,
+                     ValsOut vals_out, unsigned char* buffers, MergeLevel&& merge_level) {
+  const int levels = merge_levels_of(runs.size(), ways);
   const std::size_t key_bytes = bytes_of<K>(total);
   const std::size_t data_bytes = key_bytes + (WithValues ? bytes_of<V>(total) : 0);
+  // Level l (from 1) writes buffer (levels - l - 1) % 2, so that the last writes the output.
   auto level = [&](const auto& from, int l) {
     std::vector<scratch_run<K, V>> next;
+    if (l >= levels) {
+      merge_level(from, keys_out, vals_out);
+      return next;
+    }
+    unsigned char* to = buffers + static_cast<std::size_t>((levels - l - 1) % 2) * data_bytes;
+    K* k_to = reinterpret_cast<K*>(to);
+    V* v_to = WithValues ? reinterpret_cast<V*>(to + key_bytes) : nullptr;
+    merge_level(from, k_to, v_to);
     index_t out = 0;
-    const std::size_t w = levels > 0 ? ways[static_cast<std::size_t>(l - 1)] : 1;
-    for (std::size_t i = 0; i < from.size(); i += w) {
-      const std::size_t m = std::min(w, from.size() - i);
-      if (l >= levels) {  // one group: the last level (levels == 0: one run, copied)
-        merge_group(&from[i], m, keys_out, vals_out);
-        break;
-      }
-      // Level l (from 1) writes buffer (levels - l - 1) % 2, so that the last writes the output.
-      unsigned char* to = buffers + static_cast<std::size_t>((levels - l - 1) % 2) * data_bytes;
-      K* k_to = reinterpret_cast<K*>(to) + out;
-      V* v_to = WithValues ? reinterpret_cast<V*>(to + key_bytes) + out : nullptr;
+    for (std::size_t i = 0; i < from.size(); i += ways) {
       index_t n = 0;
-      for (std::size_t j = i; j < i + m; ++j) n += from[j].n;
-      merge_group(&from[i], m, k_to, v_to);
-      next.push_back({k_to, n, v_to});
+      for (std::size_t j = i; j < std::min(i + ways, from.size()); ++j) n += from[j].n;
+      next.push_back({k_to + out, n, WithValues ? v_to + out : nullptr});
       out += n;
     }
     return next;
   };
   auto next = level(runs, 1);
   for (int l = 2; l <= levels; ++l) next = level(next, l);
+}
+
+// it + n for an output that may be absent (no_values; values of keys-only
+// levels: null).
+template <class It>
+It shifted(It it, index_t n) {
+  if constexpr (std::is_same_v<It, no_values>) {
+    return it;
+  } else if constexpr (std::is_pointer_v<It>) {
+    return it == nullptr ? it : it + n;
+  } else {
+    return n == 0 ? it : it + n;
+  }
 }
 
 // A group of one or two runs: lm::merge's kernels (one run: a merge with nothing, a copy).
@@ -309,9 +379,11 @@ void merge_two(const Policy& policy, const Run* g, std::size_t m, KOut k_to, VOu
   }
 }
 
-// The k-way merge by 4-way passes (merge_four_runs) where the runs and the
-// output are device pointers and the sort has 4-way passes for the types;
-// false (nothing done) otherwise.
+// The k-way merge by 4-way passes (merge_groups: a level's groups of four
+// runs in one launch of each kernel) where the runs and the output are device
+// pointers and the sort has 4-way passes for the types; false (nothing done)
+// otherwise. A level of one group of two runs (the last of K = 2, 5 to 8, ...)
+// takes lm::merge's kernels.
 template <class K, class V, bool WithValues, class Policy, class Run, class KeysOut, class ValsOut, class Comp>
 bool merge_in_fours(const Policy& policy, const device_info& dev, const std::vector<Run>& runs, index_t total,
                     KeysOut keys_out, ValsOut vals_out, Comp comp, const char* algorithm) {
@@ -337,25 +409,30 @@ bool merge_in_fours(const Policy& policy, const device_info& dev, const std::vec
         level.push_back({keys, runs[k].n, vals});
       }
       const std::size_t data_bytes = bytes_of<K>(total) + (WithValues ? bytes_of<V>(total) : 0);
-      const auto ways = level_ways(level.size(), total, 2 * static_cast<index_t>(dev.sms) * Box::nv);
-      const std::size_t buffer_bytes = level_buffers(ways) * data_bytes;
+      const std::size_t buffer_bytes = level_buffers(level.size(), 4) * data_bytes;
       temporary_storage<typename Policy::allocator_type> temp(
-          policy.allocator(), stream, buffer_bytes + four_runs_scratch<Box, K>(total).bytes, algorithm);
+          policy.allocator(), stream, buffer_bytes + run_groups_scratch<Box, K>(total).bytes, algorithm);
       unsigned char* buffers = temp.template as<unsigned char>();
       K* const k_out = to_device(keys_out, total, dev, algorithm, "out");
       V* v_out = nullptr;
       if constexpr (WithValues) v_out = to_device(vals_out, total, dev, algorithm, "vals_out");
-      merge_in_levels<K, V, WithValues>(level, total, ways, k_out, v_out, buffers,
-                                        [&](const scratch_run<K, V>* g, std::size_t m, K* k_to, V* v_to) {
-        if (m <= 2) return merge_two<WithValues>(policy, g, m, k_to, v_to, comp);
-        four_runs<K, V> r{};
-        for (std::size_t j = 0; j < 4; ++j) {
-          const scratch_run<K, V>& run = g[j < m ? j : 0];  // (an empty stand-in past m)
-          r.keys[j] = run.first;
-          r.vals[j] = run.vals;
-          r.len[j] = j < m ? run.n : 0;
+      merge_in_levels<K, V, WithValues>(level, total, 4, k_out, v_out, buffers,
+                                        [&](const std::vector<scratch_run<K, V>>& from, K* k_to, V* v_to) {
+        if (from.size() <= 2) return merge_two<WithValues>(policy, from.data(), from.size(), k_to, v_to, comp);
+        std::vector<run_group_job<K, V>> jobs;
+        index_t out = 0;
+        for (std::size_t i = 0; i < from.size(); i += 4) {
+          run_group_job<K, V> job{{}, out};
+          for (std::size_t j = 0; j < 4; ++j) {
+            const scratch_run<K, V>& run = from[i + j < from.size() ? i + j : i];  // (an empty stand-in past the end)
+            job.runs.keys[j] = run.first;
+            job.runs.vals[j] = run.vals;
+            job.runs.len[j] = i + j < from.size() ? run.n : 0;
+            out += job.runs.len[j];
+          }
+          jobs.push_back(job);
         }
-        merge_four_runs<Box, K, V, WithValues>(r, k_to, v_to, comp, buffers + buffer_bytes, stream, dev, algorithm);
+        merge_groups<Box, K, V, WithValues>(jobs, k_to, v_to, comp, buffers + buffer_bytes, stream, dev, algorithm);
       });
     });
   }
@@ -378,15 +455,19 @@ void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t 
   using V = typename run_value<decltype(runs[0].vals)>::type;
   if (merge_in_fours<K, V, with_values>(policy, dev, runs, total, keys_out, vals_out, comp, algorithm)) return;
   const std::size_t data_bytes = bytes_of<K>(total) + (with_values ? bytes_of<V>(total) : 0);
-  const auto ways = level_ways(runs.size(), total, 0);
-  const std::size_t buffers = level_buffers(ways);
+  const std::size_t buffers = level_buffers(runs.size(), 2);
   std::optional<temporary_storage<typename Policy::allocator_type>> temp;
   if (buffers > 0) temp.emplace(policy.allocator(), stream, buffers * data_bytes, algorithm);
-  merge_in_levels<K, V, with_values>(runs, total, ways, keys_out, vals_out,
+  merge_in_levels<K, V, with_values>(runs, total, 2, keys_out, vals_out,
                                      temp ? temp->template as<unsigned char>() : nullptr,
-                                     [&](const auto* g, std::size_t m, auto k_to, auto v_to) {
-                                       merge_two<with_values>(policy, g, m, k_to, v_to, comp);
-                                     });
+                                     [&](const auto& from, auto k_to, auto v_to) {
+    index_t out = 0;
+    for (std::size_t i = 0; i < from.size(); i += 2) {
+      const std::size_t m = std::min<std::size_t>(2, from.size() - i);
+      merge_two<with_values>(policy, &from[i], m, shifted(k_to, out), shifted(v_to, out), comp);
+      out += from[i].n + (m > 1 ? from[i + 1].n : 0);
+    }
+  });
 }
 
 }  // namespace libmerge::detail::cuda_backend

@@ -93,9 +93,16 @@ __device__ __forceinline__ void sample_half(const run_half<4, K>& half, index_t 
   if (rank > 0) keys[1] = last_before(half, rank, s, comp);
 }
 
-// What pair_sample_kernel samples: the sort's 4-way pass (below) or four runs
-// (multiway.cuh: runs_sampling). Its view() gives the grid (count 0: nothing
-// to sample) and half(h), the two runs of pair h.
+// One pair sample to take: the pair's merge and the rank in it.
+template <class K>
+struct pair_sample {
+  run_half<4, K> half;
+  index_t rank;
+};
+
+// What pair_sample_kernel samples: the sort's 4-way pass (below) or groups of
+// four runs (multiway.cuh: runs_sampling). Its view() gives the samples'
+// count (0: nothing to sample) and at(i), sample i's pair and rank.
 template <class Sampling, class Comp, class K = typename Sampling::key_type>
 __global__ void __launch_bounds__(sample_threads)
     pair_sample_kernel(Sampling sampling, index_t* samples, K* sample_keys, Comp comp) {
@@ -106,18 +113,15 @@ __global__ void __launch_bounds__(sample_threads)
   // that sorted input, which samples nothing, launches no more blocks than
   // it needs); sorted runs longer than a block-sort tile can make it wider.
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x;
-  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < v.grid.count; i += step) {
-    const index_t j = i % v.grid.stride;
-    const run_half<4, K> half = v.half(i / v.grid.stride);
-    const index_t size = half.size();
-    const index_t rank = j * v.grid.spacing < size ? j * v.grid.spacing : size;
-    sample_half(half, rank, samples + i, sample_keys + 2 * i, comp);
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < v.count; i += step) {
+    const pair_sample<K> at = v.at(i);
+    sample_half(at.half, at.rank, samples + i, sample_keys + 2 * i, comp);
   }
 }
 
 // The sort's pass p: the pairs of runs of the pass's width in the buffer it
 // reads (partitions_on_samples: the same over the run samples, the runs'
-// width and the tile in samples).
+// width and the tile in samples), pair_samples_of's grid over them.
 template <class K>
 struct sort_sampling {
   using key_type = K;
@@ -132,18 +136,22 @@ struct sort_sampling {
     const K* keys;
     index_t keys_n, w;
     pair_sample_grid grid;
-    __device__ __forceinline__ run_half<4, K> half(index_t h) const {
-      const run_group<2, K> g = group_at<2>(keys, keys_n, w, h);
-      return {g.keys, g.len[0], g.keys + w, g.len[1]};
+    index_t count;
+    __device__ __forceinline__ pair_sample<K> at(index_t i) const {
+      const run_group<2, K> g = group_at<2>(keys, keys_n, w, i / grid.stride);
+      const index_t size = group_size(g);
+      const index_t j = i % grid.stride;
+      return {{g.keys, g.len[0], g.keys + w, g.len[1]}, j * grid.spacing < size ? j * grid.spacing : size};
     }
   };
   __device__ __forceinline__ pairs view() const {
-    if (!flags.unsorted()) return {nullptr, 0, 1, {1, 1, 0}};
+    if (!flags.unsorted()) return {nullptr, 0, 1, {1, 1, 0}, 0};
     const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
     const index_t width = pass_shape_of(plan, flags, n, nv).width;
     const bool sampled = run_samples != nullptr && partitions_on_samples(width, nv);
+    const pair_sample_grid grid = pair_samples_of(plan, n, width, nv, sampled);
     return {sampled ? run_samples : buf.keys(src), sampled ? (n + sample_every - 1) / sample_every : n,
-            sampled ? width / sample_every : width, pair_samples_of(plan, n, width, nv, sampled)};
+            sampled ? width / sample_every : width, grid, grid.count};
   }
 };
 

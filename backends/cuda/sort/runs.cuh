@@ -103,8 +103,8 @@ bool four_way_available(const device_info& dev, index_t n, const char* algorithm
 // Merges the four pieces of one buffer (piece k: keys[at[k], at[k] + len[k])
 // and its values at the same offsets in vals; empty ones allowed) into
 // out_keys (out_vals), stable in piece order, in one 4-way pass of the sort's
-// tiles (merge_four_runs): the receiving rank's one merge of the sort across
-// GPUs, in place of two levels of 2-way merges.
+// tiles (merge_groups, one group): the receiving rank's one merge of the sort
+// across GPUs, in place of two levels of 2-way merges.
 template <class Policy, class K, class V, bool WithValues, class Comp>
 void merge_four(const Policy& policy, const K* keys, const V* vals, const index_t (&at)[4], const index_t (&len)[4],
                 K* out_keys, V* out_vals, Comp comp, const char* algorithm) {
@@ -112,18 +112,18 @@ void merge_four(const Policy& policy, const K* keys, const V* vals, const index_
   const device_info& dev = current_device(algorithm, stream);
   const index_t n = len[0] + len[1] + len[2] + len[3];
   if (n == 0) return;
-  four_runs<K, V> r{};
+  std::vector<run_group_job<K, V>> job(1, run_group_job<K, V>{{}, 0});
   for (int k = 0; k < 4; ++k) {
-    r.keys[k] = keys + at[k];
-    r.vals[k] = WithValues ? vals + at[k] : nullptr;
-    r.len[k] = len[k];
+    job[0].runs.keys[k] = keys + at[k];
+    job[0].runs.vals[k] = WithValues ? vals + at[k] : nullptr;
+    job[0].runs.len[k] = len[k];
   }
   const bool four = with_four_way_box<Policy, K, V, WithValues, Comp>(dev, n, algorithm, [&](auto box) {
     using Box = decltype(box);
     temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream,
-                                                            four_runs_scratch<Box, K>(n).bytes, algorithm);
-    merge_four_runs<Box, K, V, WithValues>(r, out_keys, out_vals, comp, temp.template as<unsigned char>(), stream,
-                                           dev, algorithm);
+                                                            run_groups_scratch<Box, K>(n).bytes, algorithm);
+    merge_groups<Box, K, V, WithValues>(job, out_keys, out_vals, comp, temp.template as<unsigned char>(), stream, dev,
+                                        algorithm);
   });
   if (!four) throw std::logic_error(std::string("libmerge::") + algorithm + ": no 4-way merge for these types");
 }
