@@ -1,10 +1,7 @@
-// lm::sort on the GPU: CUB's radix sort (cub::DeviceRadixSort, stable) for
-// integer keys under lm::less / lm::greater (and cuda::std's), unless one
-// read of the keys (the merge sort's sortedness_kernel) finds them sorted
-// (nothing to do) or in sorted runs long enough for the merge sort to need
-// few passes; everything else takes the merge sort. Floating-point keys take
-// the merge sort: the radix sort orders NaNs by their bits, lm::less puts
-// them last in input order.
+// lm::sort on the GPU: cub::DeviceRadixSort (stable) for integer keys under lm::less / lm::greater (and
+// cuda::std's), unless sortedness_kernel finds them sorted or in runs long enough for few merge passes;
+// the rest take the merge sort. Floating-point keys too: the radix sort orders NaNs by their bits, lm::less
+// puts them last in input order.
 #pragma once
 
 #include <cub/device/device_radix_sort.cuh>
@@ -89,9 +86,8 @@ void radix_sort(const Policy& policy, K* keys, V* vals, index_t n, const char* a
   }
 }
 
-// Whether lm::sort takes the radix sort: a look at the keys first, unless
-// the stream is capturing a graph (no wait possible there: the radix sort,
-// whatever the keys). *sorted: the look found them sorted.
+// Whether lm::sort takes the radix sort: a look at the keys first, unless capturing a graph (no wait there:
+// the radix sort, whatever the keys). *sorted: the look found them sorted.
 template <class Policy, class K, class Comp>
 bool radix_pays(const Policy& policy, const device_info& dev, const K* keys, index_t n, Comp comp, bool* sorted,
                 const char* algorithm) {

@@ -59,9 +59,8 @@ inline const device_info& current_device(const char* algorithm) {
   return it->second;
 }
 
-// The device a stream's work runs on: its own (cudaStreamGetDevice), or the
-// current device for the default streams and for a capturing stream, where
-// cudaStreamGetDevice fails (cudaErrorStreamCaptureUnsupported).
+// The device a stream's work runs on: cudaStreamGetDevice, or the current device for the default streams
+// and a capturing stream, where it fails (cudaErrorStreamCaptureUnsupported).
 inline int stream_device(cudaStream_t stream, const char* algorithm) {
   int device = 0;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -91,9 +90,8 @@ inline void refuse_capture(cudaStream_t stream, const char* algorithm, const cha
   }
 }
 
-// The current device's facts for a call on `stream`, which must belong to it:
-// pointer checks and launches use the current device, temporary storage the
-// stream's, so a stream of another device is an std::invalid_argument.
+// The current device's facts for a call on `stream`, which must belong to it (pointer checks and launches
+// use the current device, temporary storage the stream's): else std::invalid_argument.
 inline const device_info& current_device(const char* algorithm, cudaStream_t stream) {
   const device_info& dev = current_device(algorithm);
   const int device = stream_device(stream, algorithm);

@@ -24,10 +24,8 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// The pointer a kernel on the current device may use for `p`, or an
-// std::invalid_argument naming the argument: host memory the device cannot
-// reach, or another device's (peer access cannot be relied on). Mapped pinned
-// host memory comes back as its device alias.
+// The pointer a kernel on the current device may use for `p` (mapped pinned host memory: its device alias),
+// or std::invalid_argument for host memory it cannot reach or another device's (peer access is not relied on).
 template <class T>
 T* device_pointer(T* p, const device_info& dev, const char* algorithm, const char* name) {
   // Messages built only to throw: no heap allocation on the small calls' host path.
@@ -69,11 +67,8 @@ struct is_reverse<thrust::reverse_iterator<It>> : std::true_type {};
 template <class It>
 struct is_reverse<std::reverse_iterator<It>> : std::true_type {};
 
-// The memory under an iterator adaptor (any with base()), checked like a
-// pointer argument: walks base() down to a contiguous iterator (checked) or to
-// no memory (a counting_iterator's number). Not seen: iterators without base()
-// (a zip_iterator's parts, a permutation_iterator's elements) and memory a
-// functor reads through its own pointers (docs/api.md).
+// The memory under an adaptor: base() down to a contiguous iterator (checked) or no memory (a counting
+// iterator). Not seen: iterators without base() (zip, permutation) and a functor's own pointers (docs/api.md).
 template <class It>
 void check_adapted(const It& it, const device_info& dev, const char* algorithm, const std::string& name) {
   if constexpr (has_base<It>::value) {
@@ -108,7 +103,6 @@ auto to_device(It it, index_t length, const device_info& dev, const char* algori
   }
 }
 
-// byte_range, range_of and check_disjoint: libmerge/detail/disjoint.hpp (the
-// backend runs it again on what Thrust's iterators unwrap to).
+// byte_range, range_of, check_disjoint: libmerge/detail/disjoint.hpp (rerun on Thrust's unwrapped iterators).
 
 }  // namespace libmerge::detail::cuda_backend

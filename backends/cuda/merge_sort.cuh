@@ -1,29 +1,13 @@
-// CUDA merge_sort, merge_sort_by_key, merge_sort_indices (one code path; keys
-// only = no values, indices = values counting 0, 1, 2, ...):
-//
-//   1. sortedness_kernel  one read: where are the descents? None: sorted input
-//                         skips the rest. All at multiples of some W >= a
-//                         block-sort tile: sorted runs of W, so the block sort
-//                         and every pass below W are skipped.
-//   2. block_sort_kernel  cub::BlockMergeSort sorts tiles in place (a sorted
-//                         tile is not written).
-//   3. merge passes       pairs (or, as tuned, groups of 4) of sorted runs:
-//                         pass_partition_kernel finds each output tile's start
-//                         (partition.cuh: group_split) and whether the group
-//                         needs merging; pass_kernel merges a tile's pieces in
-//                         shared memory (cta_merge.cuh).
-//   4. copy_back_kernel   if the data ended in scratch, back to the caller's
-//                         range (sort_to_runs: into its runs buffer, buffer 1).
-//
-// Passes alternate between the caller's buffers and one scratch copy. Whether
-// a pass has work is decided on the device (an in-order group is skipped), so
-// the host never waits: kernels read which buffer holds the data from the
-// flags on the device (sort/state.cuh).
-//
-// Files: sort/state.cuh (shared), sort/sortedness.cuh (1), sort/block_sort.cuh
-// (2), sort/pass_partition.cuh and sort/pass.cuh (3, 4), sort/one_kernel.cuh
-// (small sorts), sort/plan.cuh (tuning, pass plan), sort/runs.cuh (the sort
-// across GPUs); this file launches them (launch_merge_sort), picks the boxes.
+// CUDA merge_sort, merge_sort_by_key, merge_sort_indices: one code path (keys only: no values; indices:
+// values 0, 1, 2, ...), the stages in docs/cuda-merge-sort.md ("How a sort runs"):
+//   1. sortedness_kernel (sort/sortedness.cuh): the descents; sorted input skips the rest, sorted runs of
+//      W >= a block-sort tile the block sort and the passes below W.
+//   2. block_sort_kernel (sort/block_sort.cuh): cub::BlockMergeSort tiles in place.
+//   3. pass_partition_kernel, pass_kernel (sort/pass_partition.cuh, sort/pass.cuh): 2- or 4-way passes.
+//   4. copy_back_kernel (sort/pass.cuh): back to the caller's range if the data ended in scratch.
+// Small sorts: sort/one_kernel.cuh; tuning and plan: sort/plan.cuh; the sort across GPUs: sort/runs.cuh.
+// Passes alternate between the caller's buffers and one scratch copy; whether one has work is decided on
+// the device, from flags (sort/state.cuh), so the host never waits. This file picks the boxes and launches.
 #pragma once
 
 #include <optional>
@@ -76,9 +60,8 @@ sort_shape shape_sort(index_t n, const runs_target<K, V>* into, const char* algo
   return s;
 }
 
-// The sort's one allocation: scratch keys and values, flags, the largest
-// pass's tile descriptors and, for 4-way passes, pair and run samples. Taken
-// before anything runs, so a failed allocation leaves the caller's data as it was.
+// The sort's one allocation (scratch, flags, descriptors, samples), taken before anything runs, so a failed
+// allocation leaves the caller's data as it was.
 template <class Allocator, class K, class V>
 struct sort_memory {
   std::size_t bytes = 0;
@@ -102,10 +85,8 @@ void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const 
   // Tile descriptors: one for every CTA of the largest pass grid.
   const std::size_t desc_bytes =
       align_up((four ? sizeof(tile_desc<4>) : sizeof(tile_desc<2>)) * static_cast<std::size_t>(s.max_tiles), 256);
-  // 4-way passes: groups * 2 * (ceil(2w / p) + 1) pair samples for runs of w
-  // and a spacing of p keys (pair_samples_of): at most 5 n / p + n / bs_nv + 4
-  // for any w from a block-sort tile up (+ 8: both quotients' rounding; over
-  // run samples, p in samples, as many); and the run samples.
+  // 4-way passes: groups * 2 * (ceil(2w / p) + 1) pair samples (pair_samples_of), at most 5 n / p + n / bs_nv
+  // + 4 for any w from a block-sort tile (+ 8: rounding; p in samples over run samples); and the run samples.
   const index_t pair_keys =
       partitions_on_samples(sample_every, Box::nv) ? sample_every * pair_spacing_on_samples(n, Box::nv) : Box::nv;
   m.max_samples = four ? 5 * ((n + pair_keys - 1) / pair_keys) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
@@ -134,10 +115,9 @@ void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, i
                    cudaStream_t stream, const device_info& dev, const char* algorithm) {
   constexpr std::size_t pass_smem = pass_layout<Box, K, V, WithValues>::bytes;
   const sort_buffers<K, char> key_buf{m.buf.keys0, m.buf.keys1, nullptr, nullptr};
-  // Each 4-way pass samples its output for the next (the first's come from the
-  // block sort or the sortedness read). A 2-way pass writes none (the code made
-  // int64 2-way kernels spill) and needs none: plan_passes puts it last. A
-  // skipped pass leaves the samples of the data it did not move.
+  // Each 4-way pass samples its output for the next (the first's: block sort or sortedness read); a skipped
+  // pass leaves those of the data it did not move. A 2-way pass writes none (the code made int64 2-way
+  // kernels spill) and needs none: plan_passes puts it last.
   const bool sampled = s.num_passes > 0 && s.passes[0].ways == 4;
   for (int p = 0; p < s.num_passes; ++p) {
     const pass_plan& pass = s.passes[static_cast<std::size_t>(p)];
@@ -192,8 +172,7 @@ void print_sort_plan(const device_info& dev, const char* algorithm, const sort_s
                   tuned, s.max_tiles, temp_bytes, pass_smem);
 }
 
-// The sort, stage by stage (top of this file). MaxWays = 4: 4-way passes for
-// n >= 2^FourWayLog2.
+// The sort, stage by stage (top of this file). MaxWays = 4: 4-way passes for n >= 2^FourWayLog2.
 template <class BsBox, class Box, int MaxWays, int FourWayLog2, class Policy, class K, class V, bool WithValues,
           bool Indices, class ValsIn, class Comp>
 void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
@@ -237,11 +216,9 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
   }
 }
 
-// The call's boxes: the policy's (one for both stages, or two; then always
-// separate kernels), else the tuning line of the block sort's compiled
-// architecture: the large and mid-sized pass boxes from their sizes on, its
-// one-kernel class, and its 4-way size for numbers under their natural order
-// (orders_numbers_v) or for any comparator.
+// The call's boxes: the policy's (then always separate kernels), else the tuning line of the block sort's
+// compiled architecture: large and mid-sized pass boxes from their sizes on, one-kernel class, and 4-way
+// size for numbers under their natural order (orders_numbers_v) or any comparator.
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp, class F>
 void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F&& f) {
   using Box = typename Policy::box_type;
@@ -275,8 +252,7 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
   }
 }
 
-// The sort with the call's boxes: the one-kernel class below its size (true:
-// done in place), else separate kernels (false), with `into` into a runs_target.
+// The one-kernel class below its size (true: done in place), else separate kernels (false; `into`: sort_to_runs).
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
 bool sort_with_boxes(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
                      Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {

@@ -10,11 +10,9 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// Comparators that order numbers as numbers (or in reverse): one instruction a
-// comparison, where others may cost much more (a string read from global
-// memory). Under them the search interpolates, the sort takes 4-way passes
-// from a smaller size, and the CTA merges compare whatever a slot past a
-// side's end holds (side_key). Thrust's less and greater are cuda::std's.
+// Comparators that order numbers as numbers (or in reverse): one instruction a comparison. Under them the
+// search interpolates, the sort takes 4-way passes from a smaller size, and the CTA merges compare whatever
+// a slot past a side's end holds (side_key). Thrust's less and greater are cuda::std's.
 template <class Comp>
 struct numeric_order : std::false_type {};
 template <class T>

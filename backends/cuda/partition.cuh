@@ -1,27 +1,13 @@
-// The partition family: where each tile of a merge starts, found before the
-// tiles merge, so no CTA searches global memory for its ranges
-// (MergePathPartitions in seeds/000). Every form searches with the
-// engine (backends/engine/); they differ in what a thread finds and writes:
-//
-//   boundary form  partition_kernel (below): mp[p], where the merge path of
-//                  a single problem crosses diagonal p * nv, a thread or a
-//                  warp each; merge and the dense sorted search.
-//   tile form      partition_tile_block (below): a block's threads find where
-//                  consecutive tiles start in a group of 2 or 4 runs, and each
-//                  tile ends where the next starts: pass_partition_kernel
-//                  (sort/pass_partition.cuh) over the sort's passes
-//                  (sort_tiling) or four runs anywhere (multiway.cuh:
-//                  runs_tiling).
-//   sample form    a thread a pair sample (pair_sample_kernel: sample_half),
-//                  so that the tile form's 4-way searches start inside one tile.
-//   in-kernel      a CTA finding its own tile's two ends with a warp each
-//                  (warp_merge_path): the one-kernel sort (sort/one_kernel.cuh),
-//                  and the first tiles of a merge in small tiles
-//                  (merge.cuh: merge_kernel, partition_at below), where the
-//                  partition kernel finds only the rest, or does not run.
-//
-// A "geometry" says which merge problem a diagonal belongs to (merge and
-// search have one). Tiles never straddle two problems.
+// The partition family (MergePathPartitions in seeds/000): each tile's start, found before the tiles merge so
+// no CTA searches global memory for its ranges; every form searches with the engine (backends/engine/):
+//   boundary form  partition_kernel: mp[p], where a single problem's merge path crosses p * nv, a thread or
+//                  a warp each (merge, the dense sorted search).
+//   tile form      partition_tile_block: consecutive tiles' starts in a group of 2 or 4 runs, each ending
+//                  where the next starts (pass_partition_kernel: sort_tiling, multiway.cuh's runs_tiling).
+//   sample form    pair_sample_kernel (sample_half): pair samples that start the tile form's 4-way searches.
+//   in-kernel      warp_merge_path, a warp a tile end: the one-kernel sort, a merge's first small tiles
+//                  (merge.cuh: merge_kernel, partition_at), where the partition kernel finds only the rest.
+// A "geometry" says which merge problem a diagonal belongs to; tiles never straddle two problems.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -66,8 +52,7 @@ template <class ValIt>
 using merge_value_t = typename std::conditional_t<has_values<ValIt>, std::iterator_traits<std::decay_t<ValIt>>,
                                                   std::iterator_traits<char*>>::value_type;
 
-// The geometry of merge and merge_by_key: a single problem. Every stage takes
-// the merge's element types from here.
+// The geometry of merge and merge_by_key: a single problem; every stage takes the element types from here.
 template <class AKeys, class BKeys, class AVals, class BVals>
 struct single_merge {
   using key_type = value_of<AKeys>;
@@ -86,20 +71,15 @@ struct single_merge {
   LIBMERGE_HOST_DEVICE keys_as<key_type, BKeys> b_view(index_t i) const { return {b_keys + i}; }
 };
 
-// Partitions of a single problem (merge, sorted search) found a thread each
-// come 128 to a block.
+// Partitions of a single problem (merge, sorted search) found a thread each: 128 to a block.
 inline constexpr int partition_block = 128;
 
-// Up to the entry's warp_partitions_max partitions are found a warp each
-// (log32(n) rounds instead of a chain of log2(n) loads), 32 to a block;
-// above, a thread each (docs/tuning.md).
+// Up to the entry's warp_partitions_max, a warp each (log32(n) rounds, not log2(n) dependent loads), 32 to a
+// block; above, a thread each (docs/tuning.md).
 inline constexpr int partition_warps = 32;
 
-// How the partitions of a single problem are found: a warp or a thread each,
-// and in how many blocks. With the order check, neighbouring blocks share a
-// partition (each block's last is the next one's first), so no thread makes
-// a second search to check its pair: that doubled the chain of dependent
-// loads (2^20 keys: 40 instead of 20).
+// A single problem's partitions: a warp or a thread each, in how many blocks. Checked, neighbouring blocks
+// share a partition: no thread searches twice for its pair (2^20 keys: 40 dependent loads instead of 20).
 struct partition_plan {
   bool warps;
   index_t blocks;  // also the bytes of out_of_order, when checked
@@ -115,9 +95,8 @@ inline partition_plan plan_partitions(index_t num_partitions, bool checked, cons
 template <int Lanes>
 inline constexpr int partitions_per_block = Lanes == 1 ? partition_block : partition_warps;
 
-// The partition at diagonal p * nv (clamped to the input): how many elements
-// of A precede it, found by one thread (merge_path) or a warp
-// (warp_merge_path: every lane passes the same p and all return the answer).
+// The partition at diagonal p * nv (clamped): how many elements of A precede it, by a thread (merge_path) or
+// a warp (warp_merge_path: every lane passes the same p and all return the answer).
 template <bounds Bounds, int Lanes, class Geometry, class Comp>
 __device__ __forceinline__ index_t partition_at(const Geometry& g, index_t p, index_t nv, Comp& comp) {
   static_assert(Lanes == 1 || Lanes == 32, "a partition is found by a thread or by a whole warp");
@@ -131,22 +110,18 @@ __device__ __forceinline__ index_t partition_at(const Geometry& g, index_t p, in
   }
 }
 
-// mp[p] = partition_at(p) for p in [first, num_partitions), by Lanes threads
-// each (plan_partitions); the merge kernel's first tiles find their own ends,
-// so the merge asks from `first` on. With `out_of_order` (sorted search; first
-// 0) the block also checks that A's and B's positions are non-decreasing from
-// each partition to the next. They always are for sorted input and a strict
-// weak order; when not, out_of_order[block] = 1 (else 0), and the search
-// writes defined outputs instead of leaving positions no tile covers.
+// mp[p] = partition_at(p) for p in [first, num_partitions), Lanes threads each (the merge's first tiles find
+// their own). With `out_of_order` (sorted search; first 0) out_of_order[block] = 1 where A's or B's positions
+// decrease between partitions (never for sorted input and a strict weak order), so the search writes defined
+// outputs instead of leaving positions no tile covers.
 template <bounds Bounds, int Lanes, class Geometry, class Comp>
 __global__ void __launch_bounds__(partitions_per_block<Lanes> * Lanes)
     partition_kernel(Geometry g, index_t nv, index_t first, index_t num_partitions, index_t* mp, Comp comp,
                      unsigned char* out_of_order) {
   constexpr int slots = partitions_per_block<Lanes>;
   wait_for_prerequisite_grid();
-  // From here on the inputs are complete: the next kernel may start, and may
-  // read them before this one ends (the merge kernel's first tiles do; the
-  // two calls must stay in this order for them).
+  // The inputs are complete: the next kernel may start and read them (the merge kernel's first tiles do;
+  // keep the two calls in this order).
   allow_dependent_launch();
   const bool checked = out_of_order != nullptr;
   const int slot = static_cast<int>(threadIdx.x) / Lanes;  // the block's partition this thread helps find
@@ -156,16 +131,14 @@ __global__ void __launch_bounds__(partitions_per_block<Lanes> * Lanes)
   const auto diag_of = [&](index_t k) { return k * nv < g.size() ? k * nv : g.size(); };
   index_t a = 0;
   if (p < num_partitions) a = partition_at<Bounds, Lanes>(g, p, nv, comp);  // the same for all Lanes threads
-  // Checked, a block's last partition is written by the next block (its
-  // first), unless it is the last of all.
+  // Checked, a block's last partition is written by the next block (its first), unless it is the last of all.
   const bool last = slot + 1 == slots;
   if (leader && p < num_partitions && (!checked || !last || p + 1 == num_partitions)) mp[p] = a;
   if (!checked) return;
   __shared__ index_t found[slots];
   if (leader) found[slot] = a;
   __syncthreads();
-  // Each pair of neighbours within the block; the block's last partition is
-  // the next block's first, which checks the pair after it.
+  // Each pair of neighbours within the block; the next block checks the pair after its first.
   const bool paired = leader && !last && p + 1 < num_partitions;
   const index_t next = paired ? found[slot + 1] : 0;
   const bool bad = paired && (next < a || diag_of(p + 1) - next < diag_of(p) - a);
@@ -173,9 +146,8 @@ __global__ void __launch_bounds__(partitions_per_block<Lanes> * Lanes)
   if (threadIdx.x == 0) out_of_order[blockIdx.x] = any ? 1 : 0;
 }
 
-// Fills mp[first, num_tiles] with the partitions from `first` to num_tiles
-// of tiles of nv elements (and out_of_order, one byte a block of
-// plan_partitions, unless it is null; first is 0 then).
+// Fills mp[first, num_tiles] for tiles of nv (and out_of_order, a byte a block of plan_partitions, unless
+// null; first is 0 then).
 template <bounds Bounds, class Geometry, class Comp>
 void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t* mp, Comp comp,
                        cudaStream_t stream, const device_info& dev, const char* algorithm,
@@ -194,13 +166,9 @@ void launch_partitions(const Geometry& g, index_t nv, index_t num_tiles, index_t
   }
 }
 
-// The tile form: a block of partition_tiles + 1 threads finds where tiles
-// blockIdx.x * partition_tiles + t start (start(tile), thread t), and each
-// tile but the last ends where the next starts, so one search a block is
-// spent on the next block's first tile (and no thread searches twice).
-// Then describe(tile, its start, its end) for the block's partition_tiles
-// tiles below num_tiles. `starts` is the block's shared array, declared in
-// the kernel so that a kernel's shared memory reads in the kernel.
+// The tile form: a block of partition_tiles + 1 threads finds tiles' starts (start(tile)), each tile ending
+// where the next starts (the extra thread: the next block's first), then describe(tile, start, end) below
+// num_tiles. `starts` is declared in the kernel, so a kernel's shared memory reads in the kernel.
 inline constexpr int partition_tiles = 127;
 
 template <class Split, class Start, class Describe>
@@ -235,8 +203,7 @@ LIBMERGE_HOST_DEVICE tile_range find_tile_range(const Geometry& g, index_t tile,
   // At the end of its problem a tile ends at the problem's end; the partition
   // stored there belongs to the next problem (merge sort) or is the same value.
   r.a1 = local1 == q.na + q.nb ? q.na : mp_end;
-  // Partitions are monotonic for sorted input. For unsorted input they may not
-  // be; clamping keeps the tile within its nv elements and within its inputs
+  // Unsorted input may give non-monotonic partitions: clamping keeps the tile within nv and its inputs
   // (the output is then unspecified, but no access goes out of range).
   if (r.a1 < r.a0) r.a1 = r.a0;
   if (r.a1 > r.a0 + (local1 - local0)) r.a1 = r.a0 + (local1 - local0);

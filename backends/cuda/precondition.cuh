@@ -25,15 +25,12 @@
 namespace libmerge::detail {
 
 namespace cuda_backend {
-// The first i in [1, n) with first[i] before first[i - 1], into *at (which
-// starts at the largest value): a grid-stride pass over tiles of scan_threads
-// x scan_items<T>, each thread up to its first descent; one read of the input
-// (element i - 1 is the neighbour lane's i, a cache hit).
+// The first i in [1, n) with first[i] before first[i - 1], into *at (starting at the largest value): one
+// grid-stride read (element i - 1 is the neighbour lane's i, a cache hit), each thread to its first descent.
 // H100, 2^27 int32: under a ms, where Thrust's is_sorted_until took 29 (docs/cuda-merge-sort.md)
 inline constexpr int scan_threads = 256;
 
-// Elements a thread compares a step, all loads issued before the first
-// comparison: at least 32 bytes in flight a thread (one int32 was latency-bound).
+// Elements a thread compares a step, all loaded first: 32 bytes in flight a thread (one int32: latency-bound).
 // H200, checked merge of 2^28 int32: 1.50x the plain one, from 1.76x (docs/cuda-merge-sort.md)
 template <class T>
 inline constexpr int scan_items = sizeof(T) >= 32 ? 1 : (sizeof(T) >= 8 ? static_cast<int>(32 / sizeof(T)) : 8);

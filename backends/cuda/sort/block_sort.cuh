@@ -6,9 +6,8 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// 2. Block sort: tile t = keys[t * nv, ...) sorted by cub::BlockMergeSort
-// (stable), through CUB's warp-transposing block loads and stores. With
-// Indices, values are not read: they are the positions base + i.
+// 2. Block sort: tile t = keys[t * nv, ...) by cub::BlockMergeSort (stable), warp-transposing loads and
+// stores. With Indices, values are not read: they are the positions base + i.
 template <class Box, class K, class V, bool WithValues, bool Indices>
 struct block_sort_types {
   static constexpr int nv = Box::nv;
@@ -44,9 +43,8 @@ __device__ __forceinline__ bool keys_in_order(const K (&keys)[Box::vt], int mine
   return in_order;
 }
 
-// A tile whose sort lost or repeated an element (the permutation guard), to
-// `dest` as it was read. Not inlined: inlined, it made the 1024x17 int32 pairs
-// block sort spill 80 bytes (ptxas, sm_90).
+// A tile whose sort lost or repeated an element (the guard), to `dest` as read. Not inlined: inlined, it made
+// the 1024x17 int32 pairs block sort spill 80 bytes (ptxas, sm_90).
 template <int NT, bool WithValues, bool Indices, class K, class V, class ValsIn>
 __device__ __noinline__ void store_tile_as_read(const sort_buffers<K, V> buf, ValsIn vals_in, index_t base, int valid,
                                                 int dest, K* samples) {
@@ -84,8 +82,7 @@ __device__ __forceinline__ V input_value(ValsIn vals_in, index_t base, int j) {
   else return V{};
 }
 
-// The permutation guard (state.cuh) in a block-sort tile: this thread's
-// elements' fingerprints (i < mine),
+// The guard (state.cuh) in a block-sort tile: this thread's elements' fingerprints (i < mine),
 template <int VT, bool WithValues, class K, class W>
 __device__ __forceinline__ unsigned long long blocked_prints(const K (&k)[VT], const W (&v)[VT], int mine) {
   unsigned long long h = 0;
@@ -98,8 +95,7 @@ __device__ __forceinline__ unsigned long long blocked_prints(const K (&k)[VT], c
   }
   return h;
 }
-// and the tile's (each thread's part: in) into the CTA's tally and the
-// input's sum (all threads call it).
+// and the tile's (each thread's part: in) into the CTA's tally and the input's sum (all threads call it).
 __device__ __forceinline__ void tally_tile(const sort_flags& flags, int tid, unsigned long long in) {
   if (tid == 0) cta_tally() = 0;
   __syncthreads();
@@ -108,9 +104,8 @@ __device__ __forceinline__ void tally_tile(const sort_flags& flags, int tid, uns
   if (tid == 0) atomicAdd(&flags.input_hash(), cta_tally());
 }
 
-// A tile inside a sorted run of a tile or more: nothing moves; the positions
-// of merge_sort_indices, and under the guard the tile's fingerprint (the
-// passes compare with it).
+// A tile inside a sorted run of a tile or more: nothing moves; merge_sort_indices' positions, and under the
+// guard the tile's fingerprint (the passes compare with it).
 template <int NT, bool WithValues, bool Indices, bool Guarded, class K, class V, class ValsIn>
 __device__ __forceinline__ void skip_tile(const sort_buffers<K, V>& buf, ValsIn vals_in, const sort_flags& flags,
                                           const block_tile& t) {
@@ -186,10 +181,8 @@ __device__ __forceinline__ void store_tile(typename Types::temp_storage& temp, c
   }
 }
 
-// Tile `tile` of the block sort, by the whole CTA (smem: block_sort_types::
-// temp_storage). With Guard (types of guarded_v) it adds the tile's
-// fingerprint to the input's and stores a tile whose sort lost or repeated an
-// element as it was read.
+// Tile `tile` of the block sort, by the whole CTA (smem: block_sort_types::temp_storage). With Guard
+// (guarded_v types) it adds the tile's fingerprint to the input's and stores a failing tile as read.
 template <class Box, class K, class V, bool WithValues, bool Indices, bool Guard = false, class ValsIn, class Comp>
 __device__ __forceinline__ void block_sort_tile(const sort_buffers<K, V>& buf, ValsIn vals_in, index_t n, int dest,
                                                 const sort_flags& flags, Comp& comp, index_t tile,

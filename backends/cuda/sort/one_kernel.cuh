@@ -7,17 +7,12 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// 5. Small sorts in one kernel. Below about 2^23 keys separate kernels are a
-// chain of short ones whose launches and partitions cost more than the bytes
-// they move. one_kernel_sort_kernel's CTAs are resident together (a
-// cooperative launch): each block-sorts tiles, then in every 2-way pass finds
-// its tiles' splits (warp_merge_path: two warps, start and end) and merges
-// them with merge_tile_of_parts, a grid-wide barrier between passes.
+// 5. Small sorts (below about 2^23 keys separate kernels' launches cost more than they move) in one
+// cooperative kernel: each CTA block-sorts tiles, then in every 2-way pass finds its tiles' ends
+// (warp_merge_path, a warp each) and merges them (merge_tile_of_parts), grid.sync() between passes.
 // H100, 2^20 int32 keys: 0.079 ms against CUB's 0.098 (docs/cuda-merge-sort.md)
-// sortedness_kernel runs first, as for large sorts. At the top of the class
-// (2^22 keys on sm_90) block_sort_kernel sorts first, in the block-sort box's
-// larger tiles (two passes fewer), and this kernel makes the passes only. No
-// permutation guard: checked sorts take separate kernels (sort_with_boxes).
+// At the top of the class (2^22 keys on sm_90) block_sort_kernel sorts first in larger tiles (two passes
+// fewer). No permutation guard: checked sorts take separate kernels (sort_with_boxes).
 template <class Box, class K, class V, bool WithValues, class Comp>
 __device__ __forceinline__ void one_kernel_pass_tile(const sort_buffers<K, V>& buf, int src, index_t n,
                                                      index_t width, const pass_shape& shape, int tile,
@@ -88,9 +83,8 @@ __global__ void __launch_bounds__(Box::nt, Ctas)
   if (src == 1) copy_to_buffer<WithValues>(buf, 0, n);
 }
 
-// The one-kernel sort of a size class, or false where the device cannot hold
-// its cooperative grid (the caller then takes separate kernels). From
-// 2^OneKernel::separate_log2 on, block_sort_kernel sorts BsBox tiles first.
+// The one-kernel sort, or false where the device cannot hold its cooperative grid (then separate kernels).
+// From 2^OneKernel::separate_log2 on, block_sort_kernel sorts BsBox tiles first.
 template <class OneKernel, class BsBox, class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn,
           class Comp>
 bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,

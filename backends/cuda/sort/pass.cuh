@@ -6,10 +6,9 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// The registers a merge-pass thread may use, as CTAs an SM: the entry's
-// thread budget for the pass's ways, element and key sizes (merge_sort_line
-// pass_*; docs/tuning.md). Passes are bound by loads in flight, so as many
-// threads as do not spill; larger elements get no limit.
+// A pass thread's registers, as CTAs an SM: the entry's thread budget by ways, element and key sizes
+// (merge_sort_line pass_*; docs/tuning.md). Passes are bound by loads in flight: as many threads as do not
+// spill; larger elements get no limit.
 template <class Box, int Ways, std::size_t KeyBytes, std::size_t ElementBytes>
 inline constexpr int pass_ctas_per_sm = [] {
   if (ElementBytes > 16 || sm_max_threads == 0 || Box::nt >= sm_max_threads) return 1;
@@ -29,11 +28,8 @@ inline constexpr int pass_ctas_per_sm = [] {
   return ctas < 1 ? 1 : (ctas > cap ? cap : ctas);
 }();
 
-// A 4-way tile's pieces side by side in shared memory in the order 0 2 | 1 3,
-// so that level 1 is a single CTA merge of (0 2) with (1 3)
-// (cta_merge_pairs) whose output is merge(0, 1) followed by merge(2, 3), and
-// level 2 merges those two halves. (2-way tiles hold run 0's piece, then run
-// 1's.)
+// A 4-way tile's pieces in shared memory in the order 0 2 | 1 3: level 1, one CTA merge of (0 2) with (1 3)
+// (cta_merge_pairs), gives merge(0, 1) then merge(2, 3), and level 2 merges those halves.
 __device__ __forceinline__ piece_map<4> pieces_of(const tile_desc<4>& d) {
   piece_map<4> m;
   m.start[0] = 0;
@@ -47,17 +43,13 @@ __device__ __forceinline__ piece_map<4> pieces_of(const tile_desc<4>& d) {
   return m;
 }
 
-// Whether a pass's tiles stage their pieces by bulk copies (bulk_load.cuh;
-// kernels for sm_90 and later do, the layout leaves room on every
-// architecture): keys up to 4 bytes without values, one copy a piece instead
-// of a select, a load and a shared store an element. The sort buffers are
-// plain pointers, always loadable so.
+// Pass tiles staged by bulk copies (bulk_load.cuh; sm_90 kernels and later, room in every layout): keys up
+// to 4 bytes without values, one copy a piece instead of a select, a load and a shared store an element.
 // H200, 2^28 int32 keys: 9.68 against 9.85 ms (docs/cuda-merge-sort.md).
 template <class K, bool WithValues>
 inline constexpr bool staged_pass = !WithValues && sizeof(K) <= 4 && bulk_loadable<K, const K*>;
 
-// The shared memory of a pass tile (the same for a box's 2-way and 4-way
-// kernels: the launches size both from it).
+// A pass tile's shared memory, the same for a box's 2-way and 4-way kernels (the launches size both from it).
 template <class Box, class K, class V, bool WithValues>
 using pass_layout = merge_layout<K, V, WithValues, Box::nv, staged_pass<K, WithValues> ? 4 : 0>;
 
@@ -69,9 +61,8 @@ __device__ __forceinline__ int count_of(const tile_desc<Ways>& d) {
   return count;
 }
 
-// The permutation guard's fingerprints (state.cuh) of the outputs this
-// thread's warp wrote, from the warp's slice of the tile in shared memory.
-// (A loop, not unrolled: it reads shared memory only.)
+// The guard's fingerprints (state.cuh) of what this warp wrote, from its slice of the tile in shared memory
+// (a loop, not unrolled: shared memory only).
 template <int VT, bool WithValues, class K, class V>
 __device__ __forceinline__ unsigned long long warp_slice_prints(const K* keys, const V* vals, const tile_offset* sources,
                                                              int count) {
@@ -85,16 +76,10 @@ __device__ __forceinline__ unsigned long long warp_slice_prints(const K* keys, c
   return prints;
 }
 
-// A pass tile is three parts: a loader puts the tile's pieces in shared
-// memory and says how they lie, the merge levels read them (one level for two
-// runs, two for four), and a storer writes the outputs. A kernel picks its
-// parts at compile time (pass_parts), not by branches inside the tile.
-
-// How a loaded tile lies in shared memory. Two runs: tile[0, d.size[0])
-// and tile[b_at, ...). Four pieces side by side in the order 0 2 | 1 3
-// (pieces_of), level 1's offsets: piece 2 at a_split, piece 1 at na, piece
-// 3 at b_split. Four staged pieces, each where its source's offset in a
-// 16-byte line puts it, gaps between (cta_merge_pieces steps over them).
+// A pass tile: a loader stages the pieces and says how they lie, the merge levels read them, a storer writes
+// the outputs; a kernel picks its parts at compile time (pass_parts). How they lie: two runs at tile[0, ...)
+// and tile[b_at, ...); four packed pieces 0 2 | 1 3 (pieces_of; piece 2 at a_split, 1 at na, 3 at b_split);
+// four staged pieces at their sources' 16-byte offsets, gaps between (cta_merge_pieces steps over them).
 template <class K>
 struct two_runs {
   K* tile;
@@ -107,10 +92,8 @@ struct spaced_pieces {
   piece_spans spans;
 };
 
-// Where a tile reads its pieces and writes its outputs (a loader's and a
-// storer's io): the sort's source buffer, piece k at keys_in() + d.at[k], and
-// the other buffer. (The k-way merge's runs_io reads each piece from its own
-// run: multiway.cuh.)
+// A tile's io for the sort: piece k at keys_in() + d.at[k], outputs to the other buffer (multiway.cuh's
+// runs_io reads each piece from its own run).
 template <class K, class V>
 struct buffer_io {
   using key_type = K;
@@ -138,10 +121,8 @@ struct buffer_io {
   }
 };
 
-// Loaders: load<Box, Full, Layout>(io, d, count, smem, tid).
-// Two runs through registers (load_tile). Keys only: a partial tile loads
-// direct (held in registers, its checked values spilled the 512x15 kernel);
-// pairs spill the other way round.
+// Loaders: load<Box, Full, Layout>(io, d, count, smem, tid). Two runs through registers (load_tile); keys
+// only, a partial tile loads direct (held, its checked values spilled the 512x15 kernel; pairs the reverse).
 struct register_pair_loader {
   template <class Box, bool Full, class Layout, class IO, class K = typename IO::key_type>
   static __device__ __forceinline__ two_runs<K> load(const IO& io, const tile_desc<2>& d, int count,
@@ -207,10 +188,8 @@ struct bulk_pieces_loader {
   }
 };
 
-// Level 1 of a 4-way tile, written back over the tile (from its base: a
-// staged tile's pieces, gaps and all, are read by then), each output's tile
-// offset to `sources`. (Pairs keep the clamped reads, two a step: with one,
-// every 4-way pairs kernel spilled at its 32 registers.)
+// Level 1 of a 4-way tile, over the tile from its base (staged pieces are read by then); offsets to `sources`.
+// (Pairs keep the clamped reads, two a step: with one, every 4-way pairs kernel spilled at 32 registers.)
 template <int VT, bool WithValues, class K, class Comp>
 __device__ __forceinline__ void level_one(const packed_pieces& p, K* keys, int count, int tid, K (&merged)[VT],
                                           int (&from)[VT], Comp& comp) {
@@ -222,9 +201,7 @@ __device__ __forceinline__ void level_one(const spaced_pieces& p, K* keys, int, 
   cta_merge_pieces<VT, walks_past_end>(keys, p.spans, tid, merged, from, comp);
 }
 
-// Each output's value sits at the tile offset its key came from (Through:
-// through level 1's offsets in `sources`, a 4-way tile's), published to
-// `sources` for the store of the values.
+// Each output's value origin (Through: via level 1's offsets in `sources`), to `sources` for the value store.
 template <int VT, bool Full, bool WithValues, bool Through>
 __device__ __forceinline__ void publish_origins(tile_offset* sources, const int (&from)[VT], int count, int tid) {
   if constexpr (WithValues) {
@@ -245,9 +222,8 @@ __device__ __forceinline__ void publish_origins(tile_offset* sources, const int 
   }
 }
 
-// The merge levels into registers (merged; from: each output's tile offset,
-// or for 4 ways its offset after level 1), then for values each output's
-// origin in the tile to `sources`.
+// The merge levels into registers (merged; from: each output's tile offset, for 4 ways after level 1),
+// then for values each output's origin to `sources`.
 template <int VT, bool Full, bool WithValues, class Pieces, class K, class Comp>
 __device__ __forceinline__ void merge_levels(const Pieces& pieces, const tile_desc<4>& d, K* keys,
                                              tile_offset* sources, int count, int tid, K (&merged)[VT],
@@ -259,8 +235,7 @@ __device__ __forceinline__ void merge_levels(const Pieces& pieces, const tile_de
     const int j = VT * tid + i;
     if (Full || j < count) {
       keys[j] = merged[i];
-      // (A walk past the tile's end, which only a comparator that is no
-      // strict weak ordering makes, read keys[0]: its value is there too.)
+      // (A walk past the end, only under a bad comparator, read keys[0]: its value is there too.)
       if constexpr (WithValues) sources[j] = static_cast<tile_offset>(from[i] < count ? from[i] : 0);
     }
   }
@@ -277,10 +252,9 @@ __device__ __forceinline__ void merge_levels(const two_runs<K>& runs, const tile
   publish_origins<VT, Full, WithValues, false>(sources, from, count, tid);
 }
 
-// Storers: store<Box, Full, Ways>(merged, smem, out, count, tid, samples,
-// out_at), returning where the tile's outputs then lie in order in shared
-// memory (read by the permutation guard). The transpose: a warp of outputs at
-// a time (store_warp_striped), 4-way passes keeping every 32nd as a sample.
+// Storers: store<Box, Full, Ways>(merged, smem, out, count, tid, samples, out_at) returns where the outputs
+// lie in order in shared memory (for the guard). The transpose: a warp of outputs at a time
+// (store_warp_striped), 4-way passes keeping every 32nd as a sample.
 struct transpose_storer {
   template <class Box, bool Full, int Ways, class Layout, class K>
   static __device__ __forceinline__ K* store(const K (&merged)[Box::vt], unsigned char* smem, K* out, int count,
@@ -315,8 +289,7 @@ struct bulk_storer {
   }
 };
 
-// The parts of a pass tile: staged (bulk copies in and out) or through
-// registers, for 2 or 4 ways.
+// The parts of a pass tile: staged (bulk copies in and out) or through registers.
 template <int Ways, bool Staged>
 struct pass_parts {
   using loader = std::conditional_t<Ways == 4, register_pieces_loader, register_pair_loader>;
@@ -328,14 +301,9 @@ struct pass_parts<Ways, true> {
   using storer = bulk_storer;
 };
 
-// One tile, described by d (in global or shared memory): loaded, merged and
-// stored by Parts (pass_parts), reading and writing through io (buffer_io;
-// the k-way merge's runs_io). The output position is read from the
-// descriptor (in L1) only at the end: held through both merge levels it
-// spilled the 4-way int32 kernel. Returns the permutation guard's
-// fingerprints (state.cuh) of what this thread wrote (0 without the guard)
-// for the caller to add (pass_add): a pointer to the sum passed in spilled the
-// 2-way int32 kernel.
+// One tile d (global or shared memory) by Parts (pass_parts) through io (buffer_io, runs_io). d.out is read
+// only at the end: held through both levels it spilled the 4-way int32 kernel. Returns the guard's
+// fingerprints of what this thread wrote (0 without it) for pass_add: a sum pointer spilled 2-way int32.
 template <class Box, int Ways, bool Full, class Parts, bool WithValues, bool Guard, class IO, class Comp,
           class K = typename IO::key_type>
 __device__ __forceinline__ unsigned long long merge_tile_of_parts(const IO& io, const tile_desc<Ways>& d, int count,
@@ -363,8 +331,7 @@ __device__ __forceinline__ unsigned long long merge_tile_of_parts(const IO& io, 
       if (Full || j < count) out_vals[j] = vals[sources[j]];
     }
   }
-  // The guard's fingerprints, read back from the warp's slice of the tile
-  // (from the registers before the store they spilled the 4-way int32 kernel).
+  // Read back from the warp's slice (from registers before the store they spilled the 4-way int32 kernel).
   if constexpr (Guard && guarded_v<K, V, WithValues>) {
     __syncwarp();
     return warp_slice_prints<Box::vt, WithValues>(written, vals, sources, Full ? Box::nv : count);
@@ -373,16 +340,13 @@ __device__ __forceinline__ unsigned long long merge_tile_of_parts(const IO& io, 
   }
 }
 
-// The parts a pass kernel's tiles take: staged where the entry stages passes
-// and the types allow (staged_pass), else through registers.
+// Staged where the entry stages passes and the types allow (staged_pass), else through registers.
 template <int Ways, class K, bool WithValues>
 using pass_parts_for =
     pass_parts<Ways, tuning::here.sort.pass_loads == tuning::tile_loads::bulk_copies && staged_pass<K, WithValues>>;
 
-// What a pass kernel merges: the sort's pass over its two buffers (below) or
-// four runs anywhere (multiway.cuh: runs_pass). A pass says how many tiles
-// have work, gives their io, where 4-way tiles sample their output (samples()), and takes
-// each thread's guard fingerprints.
+// What a pass kernel merges: the sort's pass (below) or four runs anywhere (multiway.cuh: runs_pass): its
+// tiles with work, their io, where 4-way tiles sample (samples()), and the guard's fingerprints (add).
 template <class K, class V, bool WithValues, bool Guard>
 struct sort_pass {
   using key_type = K;
@@ -400,8 +364,7 @@ struct sort_pass {
   }
   __device__ __forceinline__ K* samples() const { return sample_to; }
   __device__ __forceinline__ buffer_io<K, V> io() const { return {buf, flags.source(pass)}; }
-  // The guard's sum of the pass, compared with the input's by the kernels after
-  // it (sort_flags::kept; compared here, the 4-way int32 kernel spilled).
+  // Compared with the input's by later kernels (sort_flags::kept; here, the 4-way int32 kernel spilled).
   __device__ __forceinline__ void add(unsigned long long prints) const {
     if (Guard && guarded_v<K, V, WithValues> && flags.hashes != nullptr) pass_add(flags.pass_slots(pass), prints);
   }
@@ -424,8 +387,7 @@ __global__ void __launch_bounds__(Box::nt, pass_kernel_ctas<Box, Ways, Pass>)
   const int tile = static_cast<int>(blockIdx.x);
   const auto io = pass.io();
   if (tile >= pass.num_tiles()) return;
-  // Read in place, each field where used: a copy in registers spilled the
-  // 2-way pairs kernels.
+  // Read in place, each field where used: a copy in registers spilled the 2-way pairs kernels.
   const tile_desc<Ways>& d = descs[tile];
   const int count = count_of(d);
   K* const sample_to = Ways == 4 ? pass.samples() : nullptr;
@@ -436,8 +398,7 @@ __global__ void __launch_bounds__(Box::nt, pass_kernel_ctas<Box, Ways, Pass>)
 }
 
 // ---------------------------------------------------------------------------
-// 4. Back to the caller's buffers when the passes left the data in scratch
-// (or, for a sort into a buffer of the sort across GPUs, to that buffer).
+// 4. Back to the caller's buffers (or sort_to_runs' target) when the passes left the data in scratch.
 template <bool WithValues, class K, class V>
 __device__ __forceinline__ void copy_to_buffer(const sort_buffers<K, V>& buf, int to, index_t n) {
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -447,8 +408,7 @@ __device__ __forceinline__ void copy_to_buffer(const sort_buffers<K, V>& buf, in
   }
 }
 
-// final_buffer: where the data must end (0: the caller's). width (sort into
-// runs, sort_to_runs): the length of the first run the passes left, runs of
+// final_buffer: where the data must end (0: the caller's). width (sort_to_runs): the first run's length,
 // first_width * final_scale (n when the input was sorted or that is all).
 template <class K, class V, bool WithValues>
 __global__ void __launch_bounds__(copy_threads)

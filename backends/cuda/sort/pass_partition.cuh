@@ -48,26 +48,19 @@ __device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
   return total;
 }
 
-// Samples for a 4-way pass's partition: for each group, the split of each
-// pair of runs (0 1 and 2 3) at every multiple of the spacing p of the
-// pair's merge, samples[(group * 2 + pair) * stride + j] for rank j * p
-// (clamped to the pair's size), stride = ceil(2 * width / p) + 1, and beside
-// it the keys of the pair's merge at ranks j * p and j * p - 1
-// (sample_keys[2i], [2i + 1]; unwritten where there is none), so that the
-// partition's coarse search reads these small arrays alone. One thread a
-// sample: a plain merge-path search, as in a 2-way pass's partition.
+// A 4-way pass's pair samples: samples[(group * 2 + pair) * stride + j], the split of pair (0 1 or 2 3) at
+// rank j * p of its merge (clamped), stride = ceil(2 * width / p) + 1, and its keys at ranks j * p and
+// j * p - 1 (sample_keys[2i], [2i + 1]), so the partition's coarse search reads these small arrays alone.
 LIBMERGE_HOST_DEVICE inline index_t sample_stride(index_t width, index_t p) { return (2 * width + p - 1) / p + 1; }
 
-// A 4-way pass partitions on run samples when its runs start at multiples of
-// sample_every (sorted runs of other widths search the runs) and its tiles,
-// which start at multiples of sample_every, hold 8 samples' worth or more.
+// A 4-way pass partitions on run samples when its runs and tiles start at multiples of sample_every (other
+// sorted-run widths search the runs) and its tiles hold 8 samples or more.
 LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv) {
   return width % sample_every == 0 && nv % sample_every == 0 && nv >= 8 * sample_every;
 }
 
-// A 4-way pass's pair samples over runs of `width` keys: spacing (in keys,
-// a tile, or when the pass partitions on run samples, `sampled`, in
-// samples), stride (a pair's) and count (in all).
+// A 4-way pass's pair samples over runs of `width`: spacing (a tile in keys, or `sampled`, in run samples),
+// stride (a pair's) and count (in all).
 struct pair_sample_grid {
   index_t spacing, stride, count;
 };
@@ -81,9 +74,8 @@ LIBMERGE_HOST_DEVICE inline pair_sample_grid pair_samples_of(const pass_plan& pl
   return {spacing, stride, pairs * stride};
 }
 
-// One pair sample (pair_sample_kernel): the half's
-// inner split at `rank` into *split, and its elements of ranks rank and
-// rank - 1 into keys[0] and keys[1] (unwritten where there is none).
+// One pair sample: the half's split at `rank` into *split, its elements of ranks rank and rank - 1 into
+// keys[0] and keys[1] (unwritten where there is none).
 template <class K, class Comp>
 __device__ __forceinline__ void sample_half(const run_half<4, K>& half, index_t rank, index_t* split, K* keys,
                                             Comp& comp) {
@@ -100,18 +92,15 @@ struct pair_sample {
   index_t rank;
 };
 
-// What pair_sample_kernel samples: the sort's 4-way pass (below) or groups of
-// four runs (multiway.cuh: runs_sampling). Its view() gives the samples'
-// count (0: nothing to sample) and at(i), sample i's pair and rank.
+// What pair_sample_kernel samples: the sort's 4-way pass (below) or multiway.cuh's runs_sampling; view()
+// gives the count (0: nothing) and at(i), sample i's pair and rank.
 template <class Sampling, class Comp, class K = typename Sampling::key_type>
 __global__ void __launch_bounds__(sample_threads)
     pair_sample_kernel(Sampling sampling, index_t* samples, K* sample_keys, Comp comp) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   const auto v = sampling.view();
-  // Grid-stride: the host sizes the grid for the pass's planned width (so
-  // that sorted input, which samples nothing, launches no more blocks than
-  // it needs); sorted runs longer than a block-sort tile can make it wider.
+  // Grid-stride: the grid fits the planned width (sorted input samples nothing); longer sorted runs need more.
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < v.count; i += step) {
     const pair_sample<K> at = v.at(i);
@@ -119,9 +108,8 @@ __global__ void __launch_bounds__(sample_threads)
   }
 }
 
-// The sort's pass p: the pairs of runs of the pass's width in the buffer it
-// reads (partitions_on_samples: the same over the run samples, the runs'
-// width and the tile in samples), pair_samples_of's grid over them.
+// The sort's pass p: its pairs of runs in the buffer it reads, or over the run samples
+// (partitions_on_samples), on pair_samples_of's grid.
 template <class K>
 struct sort_sampling {
   using key_type = K;
@@ -155,10 +143,8 @@ struct sort_sampling {
   }
 };
 
-// The tile's piece of each run: [start[k], end[k]). A tile of a sorted input
-// ends where the next tile starts; whatever comp does, the pieces are clamped
-// to their runs and to exactly `count` keys in all, so every output position
-// is written once and every read is in range.
+// The tile's pieces [start[k], end[k]), clamped to their runs and to exactly `count` keys whatever comp
+// does, so every output position is written once and every read is in range.
 template <int Ways>
 __device__ __forceinline__ void clamp_pieces(const index_t (&len)[Ways], const index_t (&start)[Ways],
                                              index_t (&end)[Ways], index_t count) {
@@ -186,8 +172,7 @@ __device__ __forceinline__ void clamp_pieces(const index_t (&len)[Ways], const i
   }
 }
 
-// Tile [d0, d1) of group `group` (runs g): its pieces [start[k], end[k]) of
-// the runs, clamped (clamp_pieces), as a descriptor.
+// Tile [d0, d1) of group `group` (runs g) as a descriptor, its pieces clamped (clamp_pieces).
 template <int Ways, class K>
 __device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K>& g, index_t group,
                                                          index_t (&start)[Ways], index_t (&end)[Ways], index_t d0,
@@ -204,13 +189,9 @@ __device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K
   return d;
 }
 
-// The cut of a 4-way group at sample diagonal D (partitions_on_samples): the
-// 4-way search over the runs' samples (sg; with the pair samples hs over
-// them), then the splitter, the last sample left of that split in the merge's
-// order (ties: the later run), and in each other run the end of what precedes
-// it, searched between the samples around it (32 keys): upper bound in runs
-// before the splitter's, lower bound after (stable). Every probe is in range
-// whatever comp does.
+// The cut of a 4-way group at sample diagonal d: the search over the run samples (sg, pair samples hs), then
+// the splitter (the last sample taken in the merge's order; ties: the later run) found in each other run
+// between its two samples: upper bound before the splitter's run, lower after (stable). Probes stay in range.
 template <class K, class Comp>
 __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, const run_group<4, K>& sg, index_t d,
                                                     const half_samples<K>& hs, Comp& comp) {
@@ -241,16 +222,10 @@ __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, co
       cut.s[r] = rank_in_run(run, lo, hi, x, r < rs, comp);
     }
   }
-  // Then along the merge to the tile's diagonal, `target` outputs (at most
-  // 4 (sample_every - 1) further for a strict weak order, in sectors just
-  // read), so tiles hold exactly nv outputs and start at multiples of nv: full
-  // tiles and 32-aligned stores in the pass kernel (H100, 2^28 int32: cuts near
-  // the samples' diagonals cost it 9%; docs/cuda-merge-sort.md). k outputs
-  // left: the key q = ceil(k / 4) into each run, and the first of those in the
-  // merge's order (ties: the earlier run) has at most 4 q - 4 < k keys before
-  // it, so its run's q keys are taken at once: rounds of four independent
-  // loads instead of k dependent steps. Bounded, so that any comp ends;
-  // clamp_pieces then keeps the pieces within the tile.
+  // On to the tile's diagonal `target`, so tiles hold exactly nv and stay aligned (H100, 2^28 int32: cuts
+  // near the samples' diagonals cost the pass kernel 9%; docs/cuda-merge-sort.md). With k left, of the keys
+  // q = ceil(k / 4) into each run the first (ties: earlier run) has < k before it: its q are taken at once,
+  // four independent loads a round, not k dependent steps. Bounded, so any comp ends; clamp_pieces clamps.
   index_t done = 0;
 #pragma unroll
   for (int r = 0; r < 4; ++r) done += cut.s[r];
@@ -281,13 +256,9 @@ __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, co
   return cut;
 }
 
-// Where every tile of a pass starts in its runs, then each tile's descriptor
-// (partition.cuh: the tile form), for a tiling: the sort's pass (below) or
-// four runs (multiway.cuh: runs_tiling). tiling.at<Ways>(tile) is what the
-// thread of `tile` needs: whether the pass has tiles at all (active), their
-// number, the tile's start and its descriptor. (The minimum of blocks:
-// without one, ptxas held the 16-byte keys' 4-way kernel to 80 registers and
-// spilled.)
+// Each tile's start and descriptor (partition.cuh's tile form) for a tiling: the sort's pass (below) or
+// multiway.cuh's runs_tiling; tiling.at<Ways>(tile) gives active, num_tiles, start and describe.
+// (The minimum of blocks: without it ptxas held the 16-byte keys' 4-way kernel to 80 registers and spilled.)
 template <int Ways, class Tiling, class Comp>
 __global__ void __launch_bounds__(partition_tiles + 1, 4)
     pass_partition_kernel(Tiling tiling, tile_desc<Ways>* descs, Comp comp) {
@@ -302,11 +273,8 @@ __global__ void __launch_bounds__(partition_tiles + 1, 4)
       [&](index_t, const run_split<Ways>& first, const run_split<Ways>& next) { descs[tile] = t.describe(first, next); });
 }
 
-// The sort's pass p over the buffer it reads. The thread of a group's first
-// tile also checks whether the group is in order already (each run's first
-// key not below the previous run's last), and thread 0 records which buffer
-// the pass reads. 4-way passes with run_samples (partitions_on_samples) find
-// the cuts through sampled_cut.
+// The sort's pass p. A group's first tile also checks whether the group is in order already (has_work), tile
+// 0 records the buffer read; 4-way passes on run samples cut through sampled_cut.
 template <class K>
 struct sort_tiling {
   sort_buffers<K, char> buf;
@@ -372,9 +340,8 @@ struct sort_tiling {
 
   template <int Ways, class Comp>
   __device__ __forceinline__ tile_of<Ways> at(index_t tile, Comp&) const {
-    // Was a pass before this one undone (the permutation guard, state.cuh)?
-    // Then this one merges nothing. (Read once a block: every thread's own
-    // look held the kernel at 64 registers instead of 40.)
+    // A pass before undone by the guard: this one merges nothing. (Read once a block: every thread's own look
+    // held the kernel at 64 registers instead of 40.)
     __shared__ bool undone;
     if (threadIdx.x == 0) undone = flags.undone_before(pass);
     __syncthreads();

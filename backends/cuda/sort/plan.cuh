@@ -6,11 +6,9 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// Boxes for keys K and values V (void: keys only). Large elements get fewer
-// values per thread (scale_vt), and fewer threads where even that would not fit
-// tuning::tile_smem_portable (96 KB: sm_86, sm_89 and sm_120 give a block 99
-// KB); the block sort keeps a power of two (cub::BlockMergeSort), the passes a
-// multiple of 32.
+// Boxes for keys K and values V (void: keys only): large elements get fewer values a thread (scale_vt), and
+// fewer threads where even that would not fit tuning::tile_smem_portable (96 KB: sm_86, sm_89 and sm_120 give
+// a block 99 KB); the block sort keeps a power of two (cub::BlockMergeSort), the passes a multiple of 32.
 template <class K, class V>
 struct merge_sort_table {
   static constexpr const auto& lines = tuning::merge_sort;
@@ -36,11 +34,9 @@ struct merge_sort_table {
   static constexpr int shrink(int nt, int vt, std::size_t bytes_per_element, bool power_of_two) {
     return tuning::fit_threads(nt, vt, bytes_per_element, tuning::tile_smem_portable, power_of_two);
   }
-  // Line I's boxes, in order: block sort, passes, ways, log2 size from which
-  // passes are 4-way; large sorts' pass box and its log2 size (0: never); the
-  // one-kernel class; the 4-way log2 size for numbers under their natural
-  // order (with_sort_boxes picks one); mid-sized sorts' pass box and its log2
-  // size (0: never).
+  // Line I's boxes, in order: block sort, passes, ways, 4-way log2 size; large sorts' pass box and log2 size
+  // (0: never); the one-kernel class; the 4-way log2 size for numbers under their natural order
+  // (with_sort_boxes picks one); mid-sized sorts' pass box and log2 size (0: never).
   template <std::size_t I>
   static constexpr auto boxes() {
     constexpr auto l = lines[I];
@@ -73,15 +69,11 @@ struct merge_sort_table {
   }
 };
 
-// The passes for n keys after a block sort of bs_nv-key tiles: `levels` 2-way
-// merge levels (merge_levels(n, bs_nv) for one run), as 2-way passes or 4-way
-// ones plus, for an odd count, one 2-way pass last, so the 4-way passes start
-// from the block sort's run samples (a 2-way pass writes none).
+// The passes for `levels` 2-way merge levels above bs_nv-key tiles: 2-way, or 4-way plus for an odd count
+// one 2-way pass last, as a 2-way pass writes no run samples for the 4-way ones.
 // H200, 2^25 int32: a 2-way pass first took 1.55 ms (docs/cuda-merge-sort.md)
-// Grids are sized for a first width of bs_nv, the most tiles (at most n / nv
-// plus one a group). Passes alternate buffers and must end in final_buffer (0:
-// the caller's), so the block sort writes to first_buffer by the pass count's
-// parity, and a sort whose every pass has work needs no copy back.
+// Grids fit a first width of bs_nv (the most tiles). first_buffer by the pass count's parity, so a sort
+// whose every pass has work ends in final_buffer (0: the caller's) without a copy back.
 inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, int max_ways, int levels,
                                           int final_buffer = 0) {
   std::vector<pass_plan> passes;
@@ -97,11 +89,9 @@ inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, 
   return passes;
 }
 
-// Where a sort for the sort across GPUs leaves its data (sort_to_runs): in
-// keys/vals, the caller's buffers serving as the passes' other buffer; with
-// two_runs, as sorted runs [0, W) and [W, n) where leaving out the last level
-// saves a pass: the receiving rank's 4-way merge (merge_four) makes that level
-// anyway. W goes to *width on the device (n for one run).
+// Where sort_to_runs leaves its data: in keys/vals, the caller's buffers as the passes' other buffer; with
+// two_runs as sorted runs [0, W) and [W, n) where leaving out the last level saves a pass (the receiving
+// rank's merge_four makes it anyway). W goes to *width on the device (n for one run).
 template <class K, class V>
 struct runs_target {
   K* keys = nullptr;

@@ -11,10 +11,8 @@ __global__ void store_width_kernel(long long* width, long long n) {
   *width = n;
 }
 
-// Sorts keys[0, n) (and vals) into into.keys (into.vals), the caller's
-// buffers left as scratch: one sorted run or two (runs_target). The kernels
-// are the single-GPU sort's, so one run is exactly what lm::merge_sort makes
-// of the shard. The one-kernel class sorts in place and is copied: one run.
+// Sorts keys[0, n) (and vals) into into.keys (into.vals), the caller's buffers as scratch: one sorted run or
+// two (runs_target), by the single-GPU sort's kernels. The one-kernel class sorts in place and is copied.
 template <class Policy, class K, class V, bool WithValues, class Comp>
 void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_target<K, V>& into, Comp comp,
                   const char* algorithm) {
@@ -43,8 +41,7 @@ void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_
   }
 }
 
-// What a sort of n elements would make with its boxes (shape_sort), or that
-// it sorts in one kernel.
+// What a sort of n elements would make with its boxes (shape_sort), or that it sorts in one kernel.
 struct sort_outline {
   index_t bs_nv = 0;
   int levels = 0, all_levels = 0, passes = 0, ways = 0;
@@ -70,13 +67,9 @@ sort_outline outline_sort(const device_info& dev, index_t n, bool two_runs, cons
   return o;
 }
 
-// W, where the runs of a two-run sort of n elements meet (the block-sort tile
-// times 2^levels, the last level left out), if leaving that level out saves a
-// pass and [0, W) and [W, n) sorted apart make no more passes than the
-// two-run sort; else 0. The sort across 2 GPUs then sorts the two runs in
-// turn, the first run's pieces travelling while the second sorts (NCCL
-// backend: early_round; elements of up to 4 bytes only from first runs of
-// 2^27: nccl/plan.cuh, min_early_small; docs/multi-gpu-sort.md).
+// W, where a two-run sort's runs meet (block-sort tile x 2^levels), if leaving the last level out saves a pass
+// and [0, W) and [W, n) sorted apart make no more passes; else 0. The sort across 2 GPUs then sends the first
+// run's pieces while the second sorts (early_round; nccl/plan.cuh: min_early_small; docs/multi-gpu-sort.md).
 template <class Policy, class K, class V, bool WithValues, class Comp>
 index_t two_run_width(const device_info& dev, index_t n, const char* algorithm) {
   if constexpr (sizeof(K) + (WithValues ? sizeof(V) : 0) > max_element_bytes) {
@@ -100,11 +93,9 @@ bool four_way_available(const device_info& dev, index_t n, const char* algorithm
   return with_four_way_box<Policy, K, V, WithValues, Comp>(dev, n, algorithm, [](auto) {});
 }
 
-// Merges the four pieces of one buffer (piece k: keys[at[k], at[k] + len[k])
-// and its values at the same offsets in vals; empty ones allowed) into
-// out_keys (out_vals), stable in piece order, in one 4-way pass of the sort's
-// tiles (merge_groups, one group): the receiving rank's one merge of the sort
-// across GPUs, in place of two levels of 2-way merges.
+// Merges four pieces (keys[at[k], at[k] + len[k]), values at the same offsets; empty allowed) into out_keys
+// (out_vals), stable in piece order, in one 4-way pass (merge_groups): the receiving rank's merge of the sort
+// across GPUs, in place of two 2-way levels.
 template <class Policy, class K, class V, bool WithValues, class Comp>
 void merge_four(const Policy& policy, const K* keys, const V* vals, const index_t (&at)[4], const index_t (&len)[4],
                 K* out_keys, V* out_vals, Comp comp, const char* algorithm) {

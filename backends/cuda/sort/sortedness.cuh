@@ -5,10 +5,8 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// 1. sort_flags::runs becomes the gcd of the positions i + 1 with keys[i + 1]
-// < keys[i]. Blocks stride over the keys and stop once the gcd is below
-// `useful` (a block-sort tile), where it saves nothing: random input costs a
-// fraction of one read.
+// 1. sort_flags::runs becomes the gcd of the positions i + 1 with keys[i + 1] < keys[i]. Blocks stop once it
+// is below `useful` (a block-sort tile), where it saves nothing: random input costs a fraction of one read.
 __device__ __forceinline__ unsigned long long gcd64(unsigned long long a, unsigned long long b) {
   if (a == 0 || b == 0) return a | b;  // gcd(0, x) = x: 0 is "no descent yet"
   const int shift = __ffsll(static_cast<long long>(a | b)) - 1;  // Stein's: shifts, no division
@@ -29,16 +27,13 @@ struct gcd_op {
   __device__ unsigned long long operator()(unsigned long long a, unsigned long long b) const { return gcd64(a, b); }
 };
 
-// Keys a thread reads a chunk: 64 bytes' worth, at most 16, so that larger
-// keys keep the registers of a full SM.
+// Keys a thread reads a chunk: 64 bytes' worth, at most 16 (larger keys keep a full SM's registers).
 // H100, 2^28 int32 in sorted runs: 16 keys 0.436 ms, 8 keys 0.468 (docs/cuda-merge-sort.md)
 template <class K>
 inline constexpr int sortedness_vt = sizeof(K) >= 64 ? 1 : (64 / sizeof(K) < 16 ? int(64 / sizeof(K)) : 16);
 
-// One chunk: keys first + i (i < VT) into x; bit i of the result set where key
-// first + i + 1 comes before key first + i. Branch-free, so every load is in
-// flight at once; whole 16-byte vectors when aligned; the key after a
-// thread's last comes from the next lane.
+// One chunk: keys first + i (i < VT) into x; bit i set where key first + i + 1 precedes key first + i.
+// Branch-free, so every load is in flight at once; the key after a thread's last comes from the next lane.
 template <int NT, int VT, class K, class Comp>
 __device__ __forceinline__ unsigned chunk_descents(const K* keys, index_t n, index_t base, index_t first, K (&x)[VT],
                                                    Comp& comp) {
@@ -129,17 +124,14 @@ __global__ void __launch_bounds__(NT)
   }
 }
 
-
-// Zeroes the flags (of `passes` passes) and launches sortedness_kernel
-// (useful: the block-sort tile).
+// Zeroes the flags (of `passes` passes) and launches sortedness_kernel (useful: the block-sort tile).
 template <class K, class Comp>
 void launch_sortedness(const K* keys, index_t n, index_t useful, const sort_flags& flags, int passes, Comp comp,
                        cudaStream_t stream, const device_info& dev, const char* algorithm, K* samples = nullptr) {
   check_cuda(cudaMemsetAsync(flags.runs, 0, sort_flags::bytes(passes, flags.hashes != nullptr), stream), algorithm,
              "cudaMemsetAsync");
   constexpr int check_nt = 256;
-  // A full SM of blocks (8 of 256): the more loads in flight the better
-  // (docs/cuda-merge-sort.md).
+  // A full SM of blocks (8 of 256): the more loads in flight the better (docs/cuda-merge-sort.md).
   const index_t chunk = check_nt * sortedness_vt<K>;
   const index_t check_blocks = std::min<index_t>((n + chunk - 1) / chunk, 8 * dev.sms);
   launch(sortedness_kernel<check_nt, K, Comp>, check_blocks, check_nt, 0, stream, false, dev, algorithm,

@@ -37,25 +37,19 @@
 namespace libmerge::detail::cuda_backend {
 
 // ---------------------------------------------------------------------------
-// A pass merges groups of `ways` runs of `width` keys; a group's output is
-// tiles_per_group tiles of nv (the last group may have fewer), a CTA each.
-// 32-bit counts: the host refuses 2^31 / 32 tiles or more, and 32-bit
-// divisions keep the pass kernel inside its registers.
+// A pass merges groups of `ways` runs of `width`: tiles_per_group tiles of nv a group, a CTA each.
+// 32-bit counts (the host refuses 2^31 / 32 tiles): 32-bit divisions keep the pass kernel in its registers.
 struct pass_shape {
   index_t width;
   int tiles_per_group;
   int num_tiles;
 };
 
-// Device-side bookkeeping of one sort, zeroed first. runs: gcd of the
-// positions i + 1 where keys[i + 1] < keys[i] (sortedness_kernel; 0: sorted;
-// W: sorted runs [kW, kW + W)). Pass p: shapes[p] (its partition kernel
-// writes it: it depends on runs); f[2p], the buffer holding the data when it
-// starts (0: the caller's, 1: scratch or sort_to_runs' target); f[2p + 1],
-// whether it has a group to merge. Permutation guard (below): hashes[0], the
-// input's fingerprint; hashes[1 + hash_slots p, ...], pass p's output's in
-// hash_slots parts (one word would serialize hundreds of thousands of
-// atomics a pass). hashes is null without the guard (plain sorts, merge_four).
+// Device-side bookkeeping of one sort, zeroed first. runs: gcd of the positions i + 1 where keys[i + 1] <
+// keys[i] (sortedness_kernel; 0: sorted; W: sorted runs of W). Pass p: shapes[p] (from its partition kernel);
+// f[2p], the buffer it reads (0: the caller's, 1: scratch or sort_to_runs' target); f[2p + 1], whether it has
+// work. Guard (below): hashes[0], the input's fingerprint, then hash_slots words a pass (one word would
+// serialize the atomics); null without the guard (plain sorts, merge_four).
 struct sort_flags {
   static constexpr int max_levels = 64;  // passes of any one sort (n < 2^63)
   static constexpr int hash_slots = 16;
@@ -97,9 +91,8 @@ struct sort_flags {
     for (int i = 0; i < hash_slots; ++i) sum += slots[i];
     return sum;
   }
-  // Did finished pass `pass` move the data: it had work and wrote every
-  // element once (the sums agree; both stay 0 without the guard)? Otherwise it
-  // is undone: the data stays in the buffer it read, which it did not write.
+  // Did finished pass `pass` move the data (work, and sums that agree; both 0 without the guard)?
+  // Otherwise it is undone: the data stays in the buffer it read.
   __device__ bool kept(int pass) const {
     return has_work(pass) && (hashes == nullptr || pass_print(pass) == input_print());
   }
@@ -113,26 +106,14 @@ struct sort_flags {
 };
 
 // ---------------------------------------------------------------------------
-// The permutation guard, in checked calls (lm::cuda::par.checked(), whose
-// sample check can miss a bad comparator). Under a comparator that is no
-// strict weak ordering neighbouring merge-path walks (and tile splits) need
-// not meet, and a merge may write one element twice and lose another. Each
-// stage sums a fingerprint of what it writes and compares it with the
-// input's: the block sort tile by tile before it stores (a failing tile is
-// stored as read), a pass once finished (sort_flags::kept; a failing pass is
-// undone: its untouched source holds the data, later passes do nothing). A
-// valid comparator moves every element once: the guard never fires. One
-// element of up to 4 bytes lost and another repeated is always caught;
-// larger or several, unless the sums happen to agree. The output is then a
-// permutation, sorted up to the last pass that kept every element. Not on
-// for plain calls: it cost them 13% to 27% at 2^28 (H200), checking the
-// walks instead 8% to 34% (docs/cuda-merge-sort.md).
-//
-// Fingerprint: the 32-bit words folded by multiply-add (one word: a
-// bijection), then t * t in 64 bits: distinct words, distinct squares, and
-// unlike a sum of keys losses and repeats cannot cancel (lose 1 and 4, repeat
-// 2 and 3). Only for types whose bits are all value (no padding, which
-// copies need not keep).
+// The permutation guard, checked calls only: under a comparator that is no strict weak ordering a merge may
+// write one element twice and lose another, so each stage sums fingerprints of what it writes against the
+// input's; a failing block-sort tile is stored as read, a failing pass undone (sort_flags::kept); a valid
+// comparator never fails. One element of up to 4 bytes lost, another repeated: always caught
+// (docs/cuda-merge-sort.md, "the guard").
+// Off for plain calls: it cost them 13% to 27% at 2^28 (H200).
+// Fingerprint: words folded by multiply-add, then t * t in 64 bits (a sum of keys could cancel); only for
+// types whose bits are all value (no padding, which copies need not keep).
 template <class T>
 inline constexpr bool fingerprinted_v = std::has_unique_object_representations_v<T> || std::is_floating_point_v<T>;
 
@@ -161,10 +142,8 @@ __device__ __forceinline__ unsigned long long value_print(const V& v) {
   return fingerprint<0x68E31DA4u>(v);
 }
 
-// The guard's running sum of one CTA, in shared memory: in registers (or by
-// cub::BlockReduce) it took the 512x33 block sort from 58 to 112 registers and
-// made the one-kernel sort spill (ptxas, sm_90). Thread 0 zeroes it (a
-// barrier before the first tally_add); read after a barrier.
+// The guard's CTA sum, in shared memory: in registers (or cub::BlockReduce) the 512x33 block sort took 112
+// registers, not 58, and the one-kernel sort spilled (ptxas, sm_90). Thread 0 zeroes it; barriers around.
 __device__ __forceinline__ unsigned long long& cta_tally() {
   __shared__ unsigned long long tally;
   return tally;
@@ -186,10 +165,8 @@ __device__ __forceinline__ void pass_add(unsigned long long* slots, unsigned lon
   if (threadIdx.x % 32 == 0) atomicAdd(slots + warp % sort_flags::hash_slots, x);
 }
 
-// Which buffer holds the data when pass `pass` starts (pass == passes: at the
-// end), from what earlier kernels wrote; first_buffer: where the block sort
-// writes. Take it once a block (block_buffer_before_pass): under the guard it
-// reads 17 sums, a read a thread cost the copy back 40 us (2^28 int32, H200).
+// Which buffer holds the data when pass `pass` starts (passes: at the end); first_buffer: the block sort's.
+// Once a block (block_buffer_before_pass): a thread each reading the 17 sums cost 40 us (2^28 int32, H200).
 __device__ __forceinline__ int buffer_before_pass(const sort_flags& flags, int pass, int first_buffer,
                                                   index_t bs_nv) {
   if (pass == 0) return flags.skips_block_sort(bs_nv) ? 0 : first_buffer;
@@ -218,11 +195,9 @@ struct sort_buffers {
 };
 
 // ---------------------------------------------------------------------------
-// Run samples: samples[p / sample_every] = data[p] for p % sample_every == 0,
-// written by the kernel that last wrote (sorted runs: read) the data before a
-// 4-way pass, whose partition searches them (in L2), then each run in a
-// 32-key window: about 10 scattered sectors a tile instead of 180. 32: one
-// sample in each store of one lane (store_warp_striped_sampled).
+// Run samples: samples[p / 32] = data[p], written by the kernel that last wrote (sorted runs: read) the data
+// before a 4-way pass; its partition searches them, then a 32-key window a run (10 sectors a tile, not 180).
+// 32: one sample in each store of one lane (store_warp_striped_sampled).
 inline constexpr int sample_every = 32;
 
 // A thread's keys in blocked order, keys[i] at position first + i (i < count).
@@ -236,11 +211,9 @@ __device__ __forceinline__ void sample_blocked(const K (&keys)[VT], index_t firs
   }
 }
 
-// What the host (plan.cuh) knows of a pass before anything runs: its width as
-// a multiple (scale) of the first, a block-sort tile (bs_nv) unless the input
-// is sorted runs of more (the kernels work out the shape: pass_shape_of);
-// first_buffer: where the block sort writes; launch_tiles: the most tiles any
-// first width gives; pair_spacing: in run samples (pair_spacing_on_samples).
+// A pass as the host plans it (plan.cuh): width = scale x the first width (bs_nv, or longer sorted runs:
+// pass_shape_of); first_buffer: where the block sort writes; launch_tiles: the most any first width gives;
+// pair_spacing: in run samples (pair_spacing_on_samples).
 struct pass_plan {
   index_t scale;
   int ways;
@@ -250,10 +223,8 @@ struct pass_plan {
   index_t pair_spacing;
 };
 
-// A pass tile, worked out by its partition kernel so that the pass kernel's
-// threads do none of the 64-bit group geometry (a fifth of a 4-way pass
-// kernel's instructions): piece k is [at[k], at[k] + size[k]) of the source,
-// already clamped (clamp_pieces); the output starts at out.
+// A pass tile from its partition kernel, so pass threads do no 64-bit group geometry (a fifth of a 4-way pass
+// kernel's instructions): piece k is [at[k], at[k] + size[k]), clamped (clamp_pieces); output at out.
 template <int Ways>
 struct alignas(16) tile_desc {
   index_t at[Ways];
@@ -261,16 +232,12 @@ struct alignas(16) tile_desc {
   std::uint16_t size[Ways];  // a tile holds at most 65535 elements (launch_box)
 };
 
-// Threads a block of the sample kernels and the copy back; launches and
-// launch bounds share them.
+// Threads a block of the sample kernels and the copy back (launches and launch bounds).
 inline constexpr int sample_threads = 128;
 inline constexpr int copy_threads = 256;
 
-// The pair samples' spacing, in run samples, of a pass that partitions on
-// them: a tile (a tile's start is then a sample's rank), or up to
-// quarter_spaced_tiles tiles a pass a quarter tile (the largest divisor of
-// the tile up to a quarter), which leaves the nested searches a quarter tile.
-// Worked out once on the host (plan_passes).
+// The pair samples' spacing in run samples (host, plan_passes): a tile, or up to quarter_spaced_tiles tiles
+// a quarter tile (its largest divisor up to a quarter), leaving the nested searches a quarter tile.
 // H200 int32: 0.953x the sort's time at 2^24; denser at 2^28 lost (docs/cuda-merge-sort.md)
 inline constexpr index_t quarter_spaced_tiles = 8192;
 
@@ -283,9 +250,8 @@ inline index_t pair_spacing_on_samples(index_t n, index_t nv) {
   return 1;
 }
 
-// The one-kernel size class: below 2^Log2 elements one_kernel_sort_kernel with
-// Box, registers sized for Ctas CTAs an SM, the block sort a kernel of its own
-// from 2^SeparateLog2 on. Log2 = 0: none; SeparateLog2 = 0: never separate.
+// The one-kernel class: below 2^Log2 one_kernel_sort_kernel with Box at Ctas CTAs an SM, the block sort a
+// kernel of its own from 2^SeparateLog2. Log2 = 0: none; SeparateLog2 = 0: never separate.
 template <class Box, int Ctas, int Log2, int SeparateLog2>
 struct one_kernel_class {
   using box = Box;
