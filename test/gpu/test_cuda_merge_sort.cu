@@ -961,8 +961,8 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
     }
     cuda_test::check_no_local_memory(cb::pass_kernel<large, 2, pass, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_kernel<mid_sized, 2, pass, lm::less<>>, what);
-    cuda_test::check_no_local_memory(cb::pass_partition_kernel<4, K, lm::less<>>, what);
-    cuda_test::check_no_local_memory(cb::pass_partition_kernel<2, K, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_partition_kernel<4, cb::sort_tiling<K>, lm::less<>>, what);
+    cuda_test::check_no_local_memory(cb::pass_partition_kernel<2, cb::sort_tiling<K>, lm::less<>>, what);
     // (one_kernel_sort_kernel is left out: at 4 CTAs an SM (64 registers) it
     // spills 20 bytes and is faster than at 1 CTA with none, 0.078 against
     // 0.105 ms for 2^20 int32 keys on an H100.)

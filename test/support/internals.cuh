@@ -44,6 +44,7 @@ using cb::merge_kernel_of;
 using cb::pass_kernel;
 using cb::pass_partition_kernel;
 using cb::sort_pass;
+using cb::sort_tiling;
 using cb::single_merge;
 // The tuning tables, so that tests put sizes on tile boundaries and
 // benchmarks name the boxes they force.
