@@ -5,10 +5,10 @@
 // SortPairsCopy of the concatenation; and the device-to-device copy of the
 // same bytes (the ceiling: one read and one write of every element).
 //
-//   libmerge_multiway_bench [--log2 N] [--runs R] [--json FILE]
+//   libmerge_multiway_bench [--log2 N] [--runs R] [--k K]... [--json FILE]
 //
 // int32 keys (and int32 values), uniform random, 2^N in all (default 28)
-// split evenly over K = 4, 8, 64, 1024 sorted ranges of one buffer. Cold L2
+// split evenly over K = 4, 8, 64, 1024 (or the --k values) sorted ranges of one buffer. Cold L2
 // before every timed run, CUDA events, the median of R runs; every output is
 // compared with CUB's merge tree once.
 #include <algorithm>
@@ -236,14 +236,16 @@ void run_k(timer& t, long long n, int k, char* temp, std::size_t cap, std::vecto
 
 int main(int argc, char** argv) {
   int log2n = 28, runs = 15;
+  std::vector<int> ks;
   std::string json = "libmerge_multiway_bench.json";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--log2" && i + 1 < argc) log2n = std::atoi(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
+    else if (a == "--k" && i + 1 < argc) ks.push_back(std::atoi(argv[++i]));
     else {
-      std::fprintf(stderr, "usage: libmerge_multiway_bench [--log2 N] [--runs R] [--json FILE]\n");
+      std::fprintf(stderr, "usage: libmerge_multiway_bench [--log2 N] [--runs R] [--k K]... [--json FILE]\n");
       return 2;
     }
   }
@@ -266,7 +268,7 @@ int main(int argc, char** argv) {
                         })});
       }
     }
-    for (int k : {4, 8, 64, 1024}) {
+    for (int k : ks.empty() ? std::vector<int>{4, 8, 64, 1024} : ks) {
       std::fprintf(stderr, "K = %d\n", k);
       run_k<false>(t, n, k, temp, cap, rows);
       run_k<true>(t, n, k, temp, cap, rows);

@@ -90,14 +90,14 @@ struct run_groups {
   index_t sample_first[max_groups + 1];
   int tile_first[max_groups + 1];
   int count;
-  // The group of tile t (of sample i): the last whose first is not above it.
+  // The group of tile t (of sample i): how many firsts after the first are
+  // not above it (independent compares, no chain of dependent loads).
   template <class T>
   static __device__ __forceinline__ int find(const T (&first)[max_groups + 1], int count, T t) {
-    int lo = 0;
-    for (int step = max_groups / 2; step > 0; step /= 2) {
-      if (lo + step < count && first[lo + step] <= t) lo += step;
-    }
-    return lo;
+    int g = 0;
+#pragma unroll
+    for (int i = 1; i < max_groups; ++i) g += i < count && first[i] <= t ? 1 : 0;
+    return g;
   }
   __device__ __forceinline__ int group_of_tile(int t) const { return find(tile_first, count, t); }
   __device__ __forceinline__ int group_of_sample(index_t i) const { return find(sample_first, count, i); }
