@@ -138,47 +138,47 @@ struct runs_tiling {
   const index_t* samples;
   const K* sample_keys;
   struct tile_of {
-    const runs_tiling& t;
     int g;
     index_t local;  // the tile's index in its group
     bool active;
     index_t num_tiles;
-    template <class Comp>
-    __device__ __forceinline__ run_split<4> start(Comp& comp) const {
-      const index_t first = t.groups.sample_first[g], stride = t.groups.stride[g];
-      const half_samples<K> hs{{t.samples + first, t.samples + first + stride},
-                               {t.sample_keys + 2 * first, t.sample_keys + 2 * (first + stride)}, t.nv};
-      const four_runs<K, V>& r = t.groups.runs[g];
-      return halves_split(runs_half(r, 0), runs_half(r, 1), local * t.nv, comp, hs);
-    }
-    __device__ __forceinline__ tile_desc<4> describe(const run_split<4>& first, const run_split<4>& next) const {
-      const four_runs<K, V>& r = t.groups.runs[g];
-      const index_t size = r.len[0] + r.len[1] + r.len[2] + r.len[3];
-      const index_t d0 = local * t.nv;
-      const index_t d1 = d0 + t.nv < size ? d0 + t.nv : size;
-      index_t begin[4], end[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        begin[k] = first.s[k];
-        end[k] = d1 == size ? r.len[k] : next.s[k];
-      }
-      clamp_pieces(r.len, begin, end, d1 - d0);
-      tile_desc<4> d;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        d.at[k] = begin[k];
-        d.size[k] = static_cast<std::uint16_t>(end[k] - begin[k]);
-      }
-      d.out = t.groups.at[g] + d0;
-      return d;
-    }
   };
-  template <int Ways, class Comp>
-  __device__ __forceinline__ tile_of at(index_t tile, Comp&) const {
+  template <int Ways>
+  __device__ __forceinline__ tile_of at(index_t tile) const {
     static_assert(Ways == 4, "groups of four runs make 4-way tiles");
     const int tiles = groups.tile_first[groups.count];
     const int g = groups.group_of_tile(static_cast<int>(tile < tiles ? tile : 0));
-    return {*this, g, tile - groups.tile_first[g], true, tiles};
+    return {g, tile - groups.tile_first[g], true, tiles};
+  }
+  template <class Comp>
+  __device__ __forceinline__ run_split<4> start(const tile_of& t, Comp& comp) const {
+    const index_t first = groups.sample_first[t.g], stride = groups.stride[t.g];
+    const half_samples<K> hs{{samples + first, samples + first + stride},
+                             {sample_keys + 2 * first, sample_keys + 2 * (first + stride)}, nv};
+    const four_runs<K, V>& r = groups.runs[t.g];
+    return halves_split(runs_half(r, 0), runs_half(r, 1), t.local * nv, comp, hs);
+  }
+  __device__ __forceinline__ tile_desc<4> describe(const tile_of& t, const run_split<4>& first,
+                                                   const run_split<4>& next) const {
+    const four_runs<K, V>& r = groups.runs[t.g];
+    const index_t size = r.len[0] + r.len[1] + r.len[2] + r.len[3];
+    const index_t d0 = t.local * nv;
+    const index_t d1 = d0 + nv < size ? d0 + nv : size;
+    index_t begin[4], end[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      begin[k] = first.s[k];
+      end[k] = d1 == size ? r.len[k] : next.s[k];
+    }
+    clamp_pieces(r.len, begin, end, d1 - d0);
+    tile_desc<4> d;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      d.at[k] = begin[k];
+      d.size[k] = static_cast<std::uint16_t>(end[k] - begin[k]);
+    }
+    d.out = groups.at[t.g] + d0;
+    return d;
   }
 };
 

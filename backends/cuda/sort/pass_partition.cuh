@@ -257,7 +257,8 @@ __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, co
 }
 
 // Each tile's start and descriptor (partition.cuh's tile form) for a tiling: the sort's pass (below) or
-// multiway.cuh's runs_tiling; tiling.at<Ways>(tile) gives active, num_tiles, start and describe.
+// multiway.cuh's runs_tiling; tiling.at<Ways>(tile) gives the thread's tile (active, num_tiles), which
+// tiling.start and tiling.describe take.
 // (The minimum of blocks: without it ptxas held the 16-byte keys' 4-way kernel to 80 registers and spilled.)
 template <int Ways, class Tiling, class Comp>
 __global__ void __launch_bounds__(partition_tiles + 1, 4)
@@ -266,11 +267,15 @@ __global__ void __launch_bounds__(partition_tiles + 1, 4)
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
-  const auto t = tiling.template at<Ways>(tile, comp);
+  // (The tile's state holds no reference to the parameter: one made ptxas copy
+  // it to a 160-byte stack frame.)
+  const auto t = tiling.template at<Ways>(tile);
   if (!t.active) return;
   partition_tile_block(
-      starts, t.num_tiles, [&](index_t) { return t.start(comp); },
-      [&](index_t, const run_split<Ways>& first, const run_split<Ways>& next) { descs[tile] = t.describe(first, next); });
+      starts, t.num_tiles, [&](index_t) { return tiling.start(t, comp); },
+      [&](index_t, const run_split<Ways>& first, const run_split<Ways>& next) {
+        descs[tile] = tiling.describe(t, first, next);
+      });
 }
 
 // The sort's pass p. A group's first tile also checks whether the group is in order already (has_work), tile
@@ -289,64 +294,69 @@ struct sort_tiling {
 
   template <int Ways>
   struct tile_of {
-    const sort_tiling& t;
     bool active, undone, sampled;
     pass_shape shape;
     int group, local;
     run_group<Ways, K> g;
     index_t num_tiles;
-
-    template <class Comp>
-    __device__ __forceinline__ run_split<Ways> start(Comp& comp) const {
-      if (local == 0) {
-        bool in_order = true;
-#pragma unroll
-        for (int k = 1; k < Ways; ++k) {
-          if (g.len[k] > 0) in_order &= !comp(g.keys[k * shape.width], g.keys[k * shape.width - 1]);
-        }
-        if (!in_order && !undone) t.flags.has_work(t.pass) = 1;
-      }
-      // 4-way passes: the group's pair samples, over the runs or their samples.
-      half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, 1};
-      if (t.samples != nullptr) {
-        const pair_sample_grid ps = pair_samples_of(t.plan, t.n, shape.width, t.nv, sampled);
-        const index_t first = static_cast<index_t>(group) * 2 * ps.stride;
-        hs = {{t.samples + first, t.samples + first + ps.stride},
-              {t.sample_keys + 2 * first, t.sample_keys + 2 * (first + ps.stride)}, ps.spacing};
-      }
-      if constexpr (Ways == 4) {
-        if (sampled) {
-          const run_group<4, K> sg = group_at<4>(t.run_samples, (t.n + sample_every - 1) / sample_every,
-                                                 shape.width / sample_every, group);
-          return sampled_cut(g, sg, static_cast<index_t>(local) * (t.nv / sample_every), hs, comp);
-        }
-      }
-      return group_split(g, static_cast<index_t>(local) * t.nv, comp, hs);
-    }
-    __device__ __forceinline__ tile_desc<Ways> describe(const run_split<Ways>& first,
-                                                        const run_split<Ways>& next) const {
-      const index_t size = group_size(g);
-      const index_t d0 = static_cast<index_t>(local) * t.nv;
-      const index_t d1 = d0 + t.nv < size ? d0 + t.nv : size;
-      index_t begin[Ways], end[Ways];
-#pragma unroll
-      for (int k = 0; k < Ways; ++k) {
-        begin[k] = first.s[k];
-        end[k] = d1 == size ? g.len[k] : next.s[k];
-      }
-      return describe_tile(g, group, begin, end, d0, d1);
-    }
   };
 
   template <int Ways, class Comp>
-  __device__ __forceinline__ tile_of<Ways> at(index_t tile, Comp&) const {
-    // A pass before undone by the guard: this one merges nothing. (Read once a block: every thread's own look
-    // held the kernel at 64 registers instead of 40.)
+  __device__ __forceinline__ run_split<Ways> start(const tile_of<Ways>& v, Comp& comp) const {
+    const run_group<Ways, K>& g = v.g;
+    const index_t width = v.shape.width;
+    if (v.local == 0) {
+      bool in_order = true;
+#pragma unroll
+      for (int k = 1; k < Ways; ++k) {
+        if (g.len[k] > 0) in_order &= !comp(g.keys[k * width], g.keys[k * width - 1]);
+      }
+      if (!in_order && !v.undone) flags.has_work(pass) = 1;
+    }
+    // 4-way passes: the group's pair samples, over the runs or their samples.
+    half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, 1};
+    if (samples != nullptr) {
+      const pair_sample_grid ps = pair_samples_of(plan, n, width, nv, v.sampled);
+      const index_t first = static_cast<index_t>(v.group) * 2 * ps.stride;
+      hs = {{samples + first, samples + first + ps.stride},
+            {sample_keys + 2 * first, sample_keys + 2 * (first + ps.stride)},
+            ps.spacing};
+    }
+    if constexpr (Ways == 4) {
+      if (v.sampled) {
+        const run_group<4, K> sg =
+            group_at<4>(run_samples, (n + sample_every - 1) / sample_every, width / sample_every, v.group);
+        return sampled_cut(g, sg, static_cast<index_t>(v.local) * (nv / sample_every), hs, comp);
+      }
+    }
+    return group_split(g, static_cast<index_t>(v.local) * nv, comp, hs);
+  }
+  template <int Ways>
+  __device__ __forceinline__ tile_desc<Ways> describe(const tile_of<Ways>& v, const run_split<Ways>& first,
+                                                      const run_split<Ways>& next) const {
+    const run_group<Ways, K>& g = v.g;
+    const index_t size = group_size(g);
+    const index_t d0 = static_cast<index_t>(v.local) * nv;
+    const index_t d1 = d0 + nv < size ? d0 + nv : size;
+    index_t begin[Ways], end[Ways];
+#pragma unroll
+    for (int k = 0; k < Ways; ++k) {
+      begin[k] = first.s[k];
+      end[k] = d1 == size ? g.len[k] : next.s[k];
+    }
+    return describe_tile(g, v.group, begin, end, d0, d1);
+  }
+
+  template <int Ways>
+  __device__ __forceinline__ tile_of<Ways> at(index_t tile) const {
+    // A pass before undone by the guard: this one merges nothing. (Read once a
+    // block: every thread's own look held the kernel at 64 registers instead
+    // of 40.)
     __shared__ bool undone;
     if (threadIdx.x == 0) undone = flags.undone_before(pass);
     __syncthreads();
     const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
-    tile_of<Ways> v{*this, flags.unsorted(), undone, false, {}, 0, 0, {}, 0};
+    tile_of<Ways> v{flags.unsorted(), undone, false, {}, 0, 0, {}, 0};
     if (!v.active) {
       if (tile == 0) flags.source(pass) = src;
       return v;
@@ -366,4 +376,4 @@ struct sort_tiling {
   }
 };
 
-}  // namespace libmerge::detail::cuda_backend
+} // namespace libmerge::detail::cuda_backend
