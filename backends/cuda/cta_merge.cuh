@@ -14,6 +14,7 @@
 #include "../../libmerge/search_tags.hpp"
 #include "../../policies/launch_box.hpp"
 #include "../engine/merge_path.hpp"
+#include "bulk_load.cuh"
 #include "orders.cuh"
 
 namespace libmerge::detail::cuda_backend {
@@ -393,5 +394,25 @@ __device__ __forceinline__ void store_warp_striped_sampled(const T (&x)[VT], T* 
     }
   }
 }
+
+// A merge tile's shared memory (merge, the sort's passes): keys, and for merge_by_key values and source
+// offsets. Bulk-staged keys keep their 16-byte line offsets (bulk_ranges_bytes),
+// barrier last. Keys-only: NV + 1 slots for side_key's read past the end; with
+// values, NV (walks_past_end; NV + 1 made pair passes spill, docs/cuda-merge-sort.md).
+template <class K, class V, bool WithValues, int NV, int StagedRanges = 0>
+struct merge_layout {
+  static constexpr bool with_values = WithValues;
+  static constexpr std::size_t keys = 0;
+  static constexpr std::size_t vals =
+      StagedRanges > 0 ? bulk_ranges_bytes<K>(NV, StagedRanges)
+                       : align_up((NV + (WithValues ? 0 : 1)) * sizeof(K), 16);
+  static constexpr std::size_t sources = vals + (WithValues ? align_up(NV * sizeof(V), 16) : 0);
+  static constexpr std::size_t barrier = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
+  static constexpr std::size_t bytes = barrier + (StagedRanges > 0 ? 16 : 0);
+};
+
+// This compilation pass's SM limits (policies/launch_box.hpp).
+inline constexpr tuning::sm_limits sm_here = tuning::here.sm;
+inline constexpr int sm_max_threads = sm_here.threads;
 
 }  // namespace libmerge::detail::cuda_backend

@@ -29,22 +29,6 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// Merge tile's shared memory: keys, and for merge_by_key values and source
-// offsets. Bulk-staged keys keep their 16-byte line offsets (bulk_ranges_bytes),
-// barrier last. Keys-only: NV + 1 slots for side_key's read past the end; with
-// values, NV (walks_past_end; NV + 1 made pair passes spill, docs/cuda-merge-sort.md).
-template <class K, class V, bool WithValues, int NV, int StagedRanges = 0>
-struct merge_layout {
-  static constexpr bool with_values = WithValues;
-  static constexpr std::size_t keys = 0;
-  static constexpr std::size_t vals =
-      StagedRanges > 0 ? bulk_ranges_bytes<K>(NV, StagedRanges)
-                       : align_up((NV + (WithValues ? 0 : 1)) * sizeof(K), 16);
-  static constexpr std::size_t sources = vals + (WithValues ? align_up(NV * sizeof(V), 16) : 0);
-  static constexpr std::size_t barrier = align_up(sources + (WithValues ? NV * sizeof(tile_offset) : 0), 16);
-  static constexpr std::size_t bytes = barrier + (StagedRanges > 0 ? 16 : 0);
-};
-
 // Whether tiles' keys are staged by bulk copies (bulk_load.cuh): keys-only, <= 4 bytes.
 // H200, int32 keys 2^24..2^28: 0.89-0.91x the time of register loads; int64
 // and pairs lost (docs/cuda-merge.md, "Tiles staged by bulk copies").
@@ -56,10 +40,6 @@ inline constexpr bool bulk_keys_of = !Geometry::with_values && sizeof(typename G
 template <class Geometry, int NV>
 using merge_tile_layout = merge_layout<typename Geometry::key_type, typename Geometry::value_type,
                                        Geometry::with_values, NV, bulk_keys_of<Geometry> ? 2 : 0>;
-
-// This compilation pass's SM limits (policies/launch_box.hpp).
-inline constexpr tuning::sm_limits sm_here = tuning::here.sm;
-inline constexpr int sm_max_threads = sm_here.threads;
 
 // The merge is bound by loads in flight: ask for a full SM (32 registers a
 // thread on sm_80/90/100); none for elements over 16 bytes (they would spill).

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "merge.cuh"
 #include "merge_sort.cuh"
 
 namespace libmerge::detail::cuda_backend {

@@ -2,6 +2,7 @@
 // group's runs (pass_partition_kernel), from the run samples.
 #pragma once
 
+#include "../partition.cuh"
 #include "state.cuh"
 #include "../../engine/bounds.hpp"
 

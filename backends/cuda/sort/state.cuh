@@ -31,8 +31,6 @@
 #include "../iterators.cuh"
 #include "../launch.cuh"
 #include "../memory.cuh"
-#include "../merge.cuh"
-#include "../partition.cuh"
 
 namespace libmerge::detail::cuda_backend {
 
