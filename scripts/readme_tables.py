@@ -63,6 +63,12 @@ GPU_ROWS = [
      "tree of `DeviceMerge::MergeKeys`", "cub", {"type": "int32", "k": 1024}),
     ("multiway", "`multiway_merge`", "int32, K = 1024 ranges", "lm::multiway_merge", "cub::DeviceMergeSort",
      "`DeviceMergeSort::SortKeysCopy` of the concatenation", "cub", {"type": "int32", "k": 1024}),
+    ("multiway_newest", "`multiway_merge`", "int32, K = 64 ranges", "lm::multiway_merge", "cub::DeviceMerge tree",
+     "tree of `DeviceMerge::MergeKeys`", "cub", {"type": "int32", "k": 64}),
+    ("multiway_newest", "`multiway_merge_by_key`", "int32/int32, K = 4 ranges", "lm::multiway_merge",
+     "cub::DeviceMerge tree", "tree of `DeviceMerge::MergePairs`", "cub", {"type": "int32/int32", "k": 4}),
+    ("multiway_newest", "`multiway_merge_by_key`", "int32/int32, K = 64 ranges", "lm::multiway_merge",
+     "cub::DeviceMerge tree", "tree of `DeviceMerge::MergePairs`", "cub", {"type": "int32/int32", "k": 64}),
     ("search", "`sorted_search<lower>`", "int32, \\|A\\| = \\|B\\|", "lm", "thrust::lower_bound",
      "`thrust::lower_bound`", "thrust", {"op": "search<lower,index,none>", "type": "int32", "density": "|A|=|B|"}),
     ("search", "`sorted_search<lower>`", "int32, \\|A\\| = \\|B\\|/64", "lm", "thrust::lower_bound",
@@ -79,6 +85,7 @@ GPU_SIZE_NOTE = {
     "merge": "n = \\|A\\| + \\|B\\|",
     "merge_newest": "n = \\|A\\| + \\|B\\|, the newest CUB",
     "multiway": "n in all, split evenly over K sorted ranges; 2^28 only",
+    "multiway_newest": "n in all, split evenly over K sorted ranges; 2^28 only; the newest CUB",
     "search": "N = \\|A\\| + \\|B\\|",
 }
 
@@ -146,7 +153,8 @@ def ratio(peer_ms, lm_ms):
 
 
 def ms(value):
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+    # Three significant digits, trailing zeros kept (1.00, not 1).
+    return f"{value:#.3g}".rstrip(".") if value < 100 else f"{value:.0f}"
 
 
 def pick(rows, impl, where, n=None):
@@ -191,7 +199,7 @@ def gpu_table(manifest):
     lines.append("Each cell is the peer's time over libmerge's (above 1: libmerge is faster); libmerge called with "
                  "its defaults (comparator, tuned launch boxes) on data already on the GPU, cold L2, median of many runs. "
                  "Sources:")
-    for key in ["sort", "merge", "merge_newest", "multiway", "search"]:
+    for key in ["sort", "merge", "merge_newest", "multiway", "multiway_newest", "search"]:
         source, data, meta = sources[key]
         lines.append(f"- {key} ({GPU_SIZE_NOTE[key]}): {data['device']}, {meta['date']}, "
                      f"CUB {meta['cub_version']} / Thrust {meta['thrust_version']}, libmerge's temporary storage from "
