@@ -7,6 +7,6 @@
 #include "merge_sort.cuh"
 #include "multiway.cuh"
 #include "adaptive_sort.cuh"
-#include "sort/runs.cuh"
+#include "shard_sort.cuh"
 #include "precondition.cuh"
 #include "sorted_search.cuh"

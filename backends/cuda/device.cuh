@@ -1,5 +1,6 @@
 // What the backend needs to know about a device, looked up once and cached.
-// (The architecture a kernel was compiled for is asked of each kernel: launch.cuh.)
+// (The architecture a kernel was compiled for is asked of each kernel: launch.cuh.) Namespace gpu:
+// the runtime layer (device, launch, memory, iterators) that the CUDA and NCCL backends share.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,7 +14,7 @@
 
 #include "error.hpp"
 
-namespace libmerge::detail::cuda_backend {
+namespace libmerge::detail::gpu {
 
 struct device_info {
   int device = 0;
@@ -112,4 +113,8 @@ inline bool debug_enabled() {
   return enabled;
 }
 
+}  // namespace libmerge::detail::gpu
+
+namespace libmerge::detail::cuda_backend {
+using namespace gpu;
 }  // namespace libmerge::detail::cuda_backend

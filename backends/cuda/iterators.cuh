@@ -22,7 +22,7 @@
 #include "device.cuh"
 #include "error.hpp"
 
-namespace libmerge::detail::cuda_backend {
+namespace libmerge::detail::gpu {
 
 // The pointer a kernel on the current device may use for `p` (mapped pinned host memory: its device alias),
 // or std::invalid_argument for host memory it cannot reach or another device's (peer access is not relied on).
@@ -105,4 +105,8 @@ auto to_device(It it, index_t length, const device_info& dev, const char* algori
 
 // byte_range, range_of, check_disjoint: libmerge/detail/disjoint.hpp (rerun on Thrust's unwrapped iterators).
 
+}  // namespace libmerge::detail::gpu
+
+namespace libmerge::detail::cuda_backend {
+using namespace gpu;
 }  // namespace libmerge::detail::cuda_backend

@@ -26,7 +26,7 @@
 #include "error.hpp"
 #include "orders.cuh"
 
-namespace libmerge::detail::cuda_backend {
+namespace libmerge::detail::gpu {
 
 // A kernel's attributes (PTX target, static shared memory), cached per
 // (device, kernel); a missing image is told in words.
@@ -283,4 +283,8 @@ void print_plan(const device_info& dev, const char* algorithm, const char* stage
                temp_bytes, smem_bytes);
 }
 
+}  // namespace libmerge::detail::gpu
+
+namespace libmerge::detail::cuda_backend {
+using namespace gpu;
 }  // namespace libmerge::detail::cuda_backend

@@ -20,7 +20,7 @@
 #include "device.cuh"
 #include "error.hpp"
 
-namespace libmerge::detail::cuda_backend {
+namespace libmerge::detail::gpu {
 
 // What libmerge's pool keeps reserved (lm::cuda::set_pool_keep): a large sort's
 // scratch given back every call is mapped again at the next.
@@ -196,6 +196,10 @@ class temporary_storage {
   bool pooled_ = false;
 };
 
+}  // namespace libmerge::detail::gpu
+
+namespace libmerge::detail::cuda_backend {
+using namespace gpu;
 }  // namespace libmerge::detail::cuda_backend
 
 namespace libmerge::cuda {

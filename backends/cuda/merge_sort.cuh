@@ -5,7 +5,7 @@
 //   2. block_sort_kernel (sort/block_sort.cuh): cub::BlockMergeSort tiles in place.
 //   3. pass_partition_kernel, pass_kernel (sort/pass_partition.cuh, sort/pass.cuh): 2- or 4-way passes.
 //   4. copy_back_kernel (sort/pass.cuh): back to the caller's range if the data ended in scratch.
-// Small sorts: sort/one_kernel.cuh; tuning and plan: sort/plan.cuh; the sort across GPUs: sort/runs.cuh.
+// Small sorts: sort/one_kernel.cuh; tuning and plan: sort/plan.cuh; the sort across GPUs: shard_sort.cuh.
 // Passes alternate between the caller's buffers and one scratch copy; whether one has work is decided on
 // the device, from flags (sort/state.cuh), so the host never waits. This file picks the boxes and launches.
 #pragma once
@@ -252,7 +252,7 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
   }
 }
 
-// The one-kernel class below its size (true: done in place), else separate kernels (false; `into`: sort_to_runs).
+// The one-kernel class below its size (true: done in place), else separate kernels (false; `into`: sort_into_runs).
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp>
 bool sort_with_boxes(const Policy& policy, const device_info& dev, K* keys, index_t n, ValsIn vals_in, V* vals,
                      Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {

@@ -3,7 +3,7 @@
 // storers), each piece read from its own run (runs_io); more runs merge by
 // levels of such passes, a level's groups of four consecutive runs at a time
 // (stable: ties go to the earlier run). The sort across GPUs merges the
-// pieces a rank receives the same way (runs.cuh, merge_four).
+// pieces a rank receives with lm::multiway_merge itself (nccl/merge_pieces.cuh).
 #pragma once
 
 #include <algorithm>

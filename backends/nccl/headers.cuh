@@ -70,16 +70,15 @@ void prepare_rank(rank_state<K, V>& s, const shard_view<K, V>* shard, header& h,
                                   std::to_string(s.device));
     }
     if (s.shard.n < 0) throw std::invalid_argument(std::string("libmerge::") + algorithm + ": a negative length");
-    const cuda_backend::device_info& dev = cuda_backend::current_device(algorithm);
+    const gpu::device_info& dev = gpu::current_device(algorithm);
     if (s.shard.n > 0) {
-      s.shard.keys = cuda_backend::device_pointer(s.shard.keys, dev, algorithm, WithValues ? "keys_first" : "first");
-      if constexpr (WithValues) s.shard.vals = cuda_backend::device_pointer(s.shard.vals, dev, algorithm, "values_first");
+      s.shard.keys = gpu::device_pointer(s.shard.keys, dev, algorithm, WithValues ? "keys_first" : "first");
+      if constexpr (WithValues) s.shard.vals = gpu::device_pointer(s.shard.vals, dev, algorithm, "values_first");
     }
-    h.four_way = cuda_backend::four_way_available<local_policy, K, V, WithValues, Comp>(
-        dev, std::max<index_t>(s.shard.n, 1), algorithm);
-    if (most_runs(world) == 2) {
-      h.half = cuda_backend::two_run_width<local_policy, K, V, WithValues, Comp>(dev, s.shard.n, algorithm);
-    }
+    const cuda_backend::runs_outline o = cuda_backend::outline_runs<local_policy, K, V, WithValues, Comp>(
+        dev, s.shard.n, most_runs(world) == 2, algorithm);
+    h.four_way = o.four_way_merge;
+    h.half = o.two_run_width;
     fail_point(s.fault, fault_at::small, algorithm);
     take_small(s, world, false, algorithm);
   } catch (const std::exception& e) {

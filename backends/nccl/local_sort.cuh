@@ -6,6 +6,19 @@
 
 namespace libmerge::detail::nccl_backend {
 
+template <int = 0>
+__global__ void store_width_kernel(long long* width, long long n) {
+  *width = n;
+}
+
+// The first run's length W, where the splitter search reads it (the local sort's
+// kernels write it when W is known only on the device; sort_into_runs).
+template <class K, class V>
+void store_width(rank_state<K, V>& s, long long w, const char* algorithm) {
+  gpu::launch_with(nullptr, store_width_kernel<>, 1, 1, 0, s.stream, algorithm, "launch of store_width_kernel",
+                   s.search.width, w);
+}
+
 // The local sort (scratch: the caller's shard) and the exchange's buffers; a
 // failure becomes the rank's status (check_cuts). Early round: first run only.
 template <bool WithValues, class K, class V, class Comp>
@@ -15,8 +28,7 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
     check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
     const local_policy par = cuda::par.on(s.stream);
     if (s.shard.n > 0) {
-      // The runs, the slots with margins (plan_pieces; early: layout_early),
-      // and the tree's second buffer where needed.
+      // The runs and the slots with margins (plan_pieces; early: layout_early).
       const std::size_t n = static_cast<std::size_t>(s.shard.n);
       const std::size_t margin = slot_margin<K, V, WithValues>();
       std::size_t received = n;
@@ -30,23 +42,18 @@ long long sort_rank(rank_state<K, V>& s, int world, const header* all, const cal
       const std::size_t elements = n + received + static_cast<std::size_t>(plan.pieces(world)) *
                                                       static_cast<std::size_t>(plan.chunks) * (2 * margin + 16);
       const std::size_t keys = align_wire(elements * sizeof(K)), vals = WithValues ? align_wire(elements * sizeof(V)) : 0;
-      const std::size_t tmp =
-          plan.needs_tmp(world) ? align_wire(n * sizeof(K)) + (WithValues ? align_wire(n * sizeof(V)) : 0) : 0;
       fail_point(s.fault, fault_at::big, algorithm);
-      s.big.emplace(cuda::pool_allocator{}, s.stream, keys + vals + tmp, algorithm);
+      s.big.emplace(cuda::pool_allocator{}, s.stream, keys + vals, algorithm);
       char* p = s.big->template as<char>();
       s.keys = reinterpret_cast<K*>(p);
       if constexpr (WithValues) s.vals = reinterpret_cast<V*>(p + keys);
-      if (plan.needs_tmp(world)) {
-        s.tmp_keys = reinterpret_cast<K*>(p + keys + vals);
-        if constexpr (WithValues) s.tmp_vals = reinterpret_cast<V*>(p + keys + vals + align_wire(n * sizeof(K)));
-      }
     }
     fail_point(s.fault, fault_at::local_sort, algorithm);
-    cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
+    const long long width = cuda_backend::sort_into_runs<local_policy, K, V, WithValues>(
         par, s.shard.keys, s.shard.vals, plan.early ? s.half : s.shard.n,
         cuda_backend::runs_target<K, V>{s.keys, s.vals, !plan.early && plan.runs == 2, s.search.width}, comp,
         algorithm);
+    if (width >= 0) store_width(s, width, algorithm);
     (plan.early ? s.first_sorted : s.sorted) = true;
     // Made now, while the GPU sorts: after host wait 2 they delay the first round.
     open_exchange(s, plan, algorithm);
@@ -64,12 +71,11 @@ long long sort_second(rank_state<K, V>& s, Comp comp, const char* algorithm) {
   try {
     check_cuda(cudaSetDevice(s.device), algorithm, "cudaSetDevice");
     const long long w = s.half;
-    cuda_backend::sort_to_runs<local_policy, K, V, WithValues>(
+    cuda_backend::sort_into_runs<local_policy, K, V, WithValues>(
         cuda::par.on(s.stream), s.shard.keys + w, WithValues ? s.shard.vals + w : s.shard.vals, s.shard.n - w,
-        cuda_backend::runs_target<K, V>{s.keys + w, WithValues ? s.vals + w : s.vals, false, s.search.width}, comp,
+        cuda_backend::runs_target<K, V>{s.keys + w, WithValues ? s.vals + w : s.vals, false, nullptr}, comp,
         algorithm);
-    cuda_backend::launch_with(nullptr, cuda_backend::store_width_kernel<>, 1, 1, 0, s.stream, algorithm,
-                              "launch of store_width_kernel", s.search.width, w);
+    store_width(s, w, algorithm);
     s.sorted = true;
     check_cuda(cudaEventRecord(s.events[0], s.stream), algorithm, "cudaEventRecord");
     return 0;

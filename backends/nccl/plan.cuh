@@ -6,8 +6,8 @@
 
 namespace libmerge::detail::nccl_backend {
 
-// four_way: the receiving ranks merge their pieces in one 4-way pass
-// (merge_four; else a tree of 2-way merges).
+// four_way: lm::multiway_merge merges a receiving rank's pieces 4 ways a pass
+// (else 2 ways a level), so that two runs a rank pay on 2 GPUs.
 struct call_plan {
   int runs = 1;
   int chunks = 1;  // the exchange's rounds; each rank's output is cut into as many chunks
@@ -15,8 +15,6 @@ struct call_plan {
   bool four_way = false;
   bool early = false;  // the first runs' pieces travel while the second runs sort (early_round)
   int pieces(int world) const { return world * runs; }  // a chunk's
-  // The merge tree's second buffer: more than two pieces without merge_four.
-  bool needs_tmp(int world) const { return pieces(world) > (four_way ? 4 : 2); }
 };
 
 // Default rounds: as many as ranks up to 4 (past 4: one, unmeasured), chunks

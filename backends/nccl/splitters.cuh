@@ -284,7 +284,7 @@ inline constexpr int small_threads = 128;
 template <class... Params, class... Args>
 void launch_small(void (*kernel)(Params...), int threads, cudaStream_t stream, const char* algorithm,
                   const char* what, Args&&... args) {
-  cuda_backend::launch_with(nullptr, kernel, static_cast<index_t>((threads + small_threads - 1) / small_threads),
+  gpu::launch_with(nullptr, kernel, static_cast<index_t>((threads + small_threads - 1) / small_threads),
                             small_threads, 0, stream, algorithm, what, std::forward<Args>(args)...);
 }
 
@@ -342,12 +342,12 @@ void find_splitters(Transport& t, std::vector<splitter_buffers<K>>& bufs, const 
       splitter_buffers<K>& b = bufs[static_cast<std::size_t>(i)];
       set_device(i);
       if (round == 0 && b.chunks > 1) {
-        cuda_backend::launch_with(nullptr, snap_kernel<>, world * (b.chunks - 1), snap_threads, 0, t.local(i).stream,
+        gpu::launch_with(nullptr, snap_kernel<>, world * (b.chunks - 1), snap_threads, 0, t.local(i).stream,
                                   algorithm, "launch of snap_kernel", world, b.runs, b.chunks, b.taper, b.per_run(), b.cand_all,
                                   b.block(), b.counts, b.counts_all, all_lengths[static_cast<std::size_t>(i)], stride,
                                   b.sub);
       }
-      cuda_backend::launch_with(nullptr, narrow_kernel<>, b.intervals(), narrow_threads, 0, t.local(i).stream,
+      gpu::launch_with(nullptr, narrow_kernel<>, b.intervals(), narrow_threads, 0, t.local(i).stream,
                                 algorithm, "launch of narrow_kernel", world, t.local(i).rank, b.runs, boundaries,
                                 b.per_run(), b.cand_all, b.block(), b.counts, b.counts_all, b.target, b.lo, b.hi);
     }

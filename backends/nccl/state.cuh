@@ -22,6 +22,7 @@
 #include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/merge.hpp"
 #include "../../libmerge/merge_sort.hpp"
+#include "../../libmerge/multiway_merge.hpp"
 #include "../../policies/cuda.hpp"
 #include "../../policies/nccl.hpp"
 #include "../cuda/backend.cuh"
@@ -47,7 +48,7 @@ struct header {
   long long value_bytes, value_code;  // 0, 0 without values
   long long comp_code;
   long long failed;    // this rank failed before the headers
-  long long four_way;  // merge_four is there for these types on its device
+  long long four_way;  // its multiway_merge takes 4 runs a pass for these types (outline_runs)
   long long half;      // W of its local sort's two runs [0, W) and [W, n) on 2 GPUs, else 0 (early_round)
   char reason[184];    // the start of its message
 };
@@ -170,7 +171,7 @@ struct rank_state {
   shard_view<K, V> shard{};
   std::exception_ptr error;  // what failed on this rank (reported to the others)
   fault_at fault = fault_at::none;  // the transport's fault_for(rank), else none
-  std::optional<cuda_backend::temporary_storage<cuda::pool_allocator>> small, big;
+  std::optional<gpu::temporary_storage<cuda::pool_allocator>> small, big;
   header* header_send = nullptr;
   header* header_all = nullptr;
   // The two words close_merges all-reduces.
@@ -182,8 +183,6 @@ struct rank_state {
   // the same element offsets in both arrays (plan_pieces) for one 4-way merge.
   K* keys = nullptr;
   V* vals = nullptr;
-  K* tmp_keys = nullptr;  // the merge tree's second buffer (more than two pieces, no merge_four)
-  V* tmp_vals = nullptr;
   bool sorted = false;  // the runs hold the rank's shard, sorted (restore_shard)
   // The early round: where peer q's first run is mirrored in keys/vals
   // (mirror[q]; -1 for the rank itself), early pieces or later (layout_early).

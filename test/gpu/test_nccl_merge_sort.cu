@@ -2,7 +2,7 @@
 //  - one rank through NCCL (lm::nccl::par on a communicator of one GPU, and
 //    the all-GPUs helper) gives exactly the single-GPU sort;
 //  - the distributed steps (splitter search over one or two runs a rank,
-//    exchange, the merge of the pieces: merge_four or a tree) with 2 to 8
+//    exchange, the merge of the pieces by lm::multiway_merge) with 2 to 8
 //    ranks, run by the loopback transport (every rank on this GPU, the
 //    collectives as device copies): each rank's result against the matching
 //    slice of std::stable_sort of all ranks' data, values = (rank, position)
@@ -564,7 +564,7 @@ void check_pair_slices(const std::vector<thrust::device_vector<int>>& keys,
 // rank's local sort leaves two runs where that saves a pass (an odd number of
 // merge levels: 2^27 int32 keys with 4-way passes; 2^25 int32 pairs; every
 // size below 2^26 keys, whose passes are 2-way) and the receiving rank merges
-// the four pieces in one pass (merge_four). Keys only: every shard sorted,
+// the four pieces in one 4-way pass (lm::multiway_merge). Keys only: every shard sorted,
 // the ranks in order at their border, the same multiset. Pairs with 1000
 // distinct keys, values their global input position: (key, value) sorted on
 // every rank and across the border (stability across runs and ranks), the

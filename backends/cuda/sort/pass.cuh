@@ -398,7 +398,7 @@ __global__ void __launch_bounds__(Box::nt, pass_kernel_ctas<Box, Ways, Pass>)
 }
 
 // ---------------------------------------------------------------------------
-// 4. Back to the caller's buffers (or sort_to_runs' target) when the passes left the data in scratch.
+// 4. Back to the caller's buffers (or sort_into_runs' target) when the passes left the data in scratch.
 template <bool WithValues, class K, class V>
 __device__ __forceinline__ void copy_to_buffer(const sort_buffers<K, V>& buf, int to, index_t n) {
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -408,7 +408,7 @@ __device__ __forceinline__ void copy_to_buffer(const sort_buffers<K, V>& buf, in
   }
 }
 
-// final_buffer: where the data must end (0: the caller's). width (sort_to_runs): the first run's length,
+// final_buffer: where the data must end (0: the caller's). width (sort_into_runs): the first run's length,
 // first_width * final_scale (n when the input was sorted or that is all).
 template <class K, class V, bool WithValues>
 __global__ void __launch_bounds__(copy_threads)

@@ -89,9 +89,9 @@ inline std::vector<pass_plan> plan_passes(index_t n, index_t bs_nv, index_t nv, 
   return passes;
 }
 
-// Where sort_to_runs leaves its data: in keys/vals, the caller's buffers as the passes' other buffer; with
-// two_runs as sorted runs [0, W) and [W, n) where leaving out the last level saves a pass (the receiving
-// rank's merge_four makes it anyway). W goes to *width on the device (n for one run).
+// Where sort_into_runs (shard_sort.cuh) leaves its data: in keys/vals, the caller's buffers as the passes'
+// other buffer; with two_runs as sorted runs [0, W) and [W, n) where leaving out the last level saves a pass
+// (the receiving rank's 4-way merge makes it anyway). W goes to *width on the device (when not null).
 template <class K, class V>
 struct runs_target {
   K* keys = nullptr;

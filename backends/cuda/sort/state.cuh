@@ -45,9 +45,9 @@ struct pass_shape {
 
 // Device-side bookkeeping of one sort, zeroed first. runs: gcd of the positions i + 1 where keys[i + 1] <
 // keys[i] (sortedness_kernel; 0: sorted; W: sorted runs of W). Pass p: shapes[p] (from its partition kernel);
-// f[2p], the buffer it reads (0: the caller's, 1: scratch or sort_to_runs' target); f[2p + 1], whether it has
+// f[2p], the buffer it reads (0: the caller's, 1: scratch or sort_into_runs' target); f[2p + 1], whether it has
 // work. Guard (below): hashes[0], the input's fingerprint, then hash_slots words a pass (one word would
-// serialize the atomics); null without the guard (plain sorts, merge_four).
+// serialize the atomics); null without the guard (plain sorts, the k-way merge).
 struct sort_flags {
   static constexpr int max_levels = 64;  // passes of any one sort (n < 2^63)
   static constexpr int hash_slots = 16;

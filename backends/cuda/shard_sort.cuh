@@ -1,28 +1,23 @@
-// For the sort across GPUs (backends/nccl/merge_sort.cuh): a rank's local
-// sort into runs, and the 4-way merge of the pieces it receives.
+// The CUDA backend's entry point for the sort across GPUs (backends/nccl):
+// outline_runs (what sorting a shard into runs makes) and sort_into_runs (the
+// single-GPU sort's kernels into the caller's buffers). Nothing else of the
+// CUDA backend is named there; the receiver merges with lm::multiway_merge.
 #pragma once
 
-#include "../multiway.cuh"
+#include "multiway.cuh"
 
 namespace libmerge::detail::cuda_backend {
 
-template <int = 0>
-__global__ void store_width_kernel(long long* width, long long n) {
-  *width = n;
-}
-
 // Sorts keys[0, n) (and vals) into into.keys (into.vals), the caller's buffers as scratch: one sorted run or
-// two (runs_target), by the single-GPU sort's kernels. The one-kernel class sorts in place and is copied.
+// two (runs_target), by the single-GPU sort's kernels. Returns the first run's length where the host knows it
+// (n: empty, or the one-kernel class, which sorts in place and is copied), else -1: the sort wrote it to
+// *into.width on the device.
 template <class Policy, class K, class V, bool WithValues, class Comp>
-void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_target<K, V>& into, Comp comp,
-                  const char* algorithm) {
+long long sort_into_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_target<K, V>& into, Comp comp,
+                         const char* algorithm) {
   const cudaStream_t stream = policy.stream();
   const device_info& dev = current_device(algorithm, stream);
-  if (n == 0) {
-    launch_with(nullptr, store_width_kernel<>, 1, 1, 0, stream, algorithm, "launch of store_width_kernel", into.width,
-                0LL);
-    return;
-  }
+  if (n == 0) return 0;
   constexpr std::size_t bytes = sizeof(K) + (WithValues ? sizeof(V) : 0);
   if constexpr (bytes > max_element_bytes) {
     throw_element_too_large(algorithm, bytes);  // as merge_sort: no box holds such elements
@@ -36,9 +31,9 @@ void sort_to_runs(const Policy& policy, K* keys, V* vals, index_t n, const runs_
                                  stream),
                  algorithm, "cudaMemcpyAsync (the sorted shard)");
     }
-    launch_with(nullptr, store_width_kernel<>, 1, 1, 0, stream, algorithm, "launch of store_width_kernel",
-                into.width, static_cast<long long>(n));
+    return n;
   }
+  return -1;
 }
 
 // What a sort of n elements would make with its boxes (shape_sort), or that it sorts in one kernel.
@@ -86,37 +81,20 @@ index_t two_run_width(const device_info& dev, index_t n, const char* algorithm) 
   }
 }
 
-// Whether merge_four can merge (K, V) on this device: the tuning gives its
-// sort 4-way passes (not keys of 8 bytes or more without values).
+// What sorting a shard of n elements into runs makes: whether lm::multiway_merge takes four runs in one pass
+// for these types (the sort's 4-way pass box: not keys of 8 bytes or more without values), and two_run_width
+// (0: one run; asked only where two runs may pay).
+struct runs_outline {
+  bool four_way_merge = false;
+  index_t two_run_width = 0;
+};
 template <class Policy, class K, class V, bool WithValues, class Comp>
-bool four_way_available(const device_info& dev, index_t n, const char* algorithm) {
-  return with_four_way_box<Policy, K, V, WithValues, Comp>(dev, n, algorithm, [](auto) {});
-}
-
-// Merges four pieces (keys[at[k], at[k] + len[k]), values at the same offsets; empty allowed) into out_keys
-// (out_vals), stable in piece order, in one 4-way pass (merge_groups): the receiving rank's merge of the sort
-// across GPUs, in place of two 2-way levels.
-template <class Policy, class K, class V, bool WithValues, class Comp>
-void merge_four(const Policy& policy, const K* keys, const V* vals, const index_t (&at)[4], const index_t (&len)[4],
-                K* out_keys, V* out_vals, Comp comp, const char* algorithm) {
-  const cudaStream_t stream = policy.stream();
-  const device_info& dev = current_device(algorithm, stream);
-  const index_t n = len[0] + len[1] + len[2] + len[3];
-  if (n == 0) return;
-  std::vector<run_group_job<K, V>> job(1, run_group_job<K, V>{{}, 0});
-  for (int k = 0; k < 4; ++k) {
-    job[0].runs.keys[k] = keys + at[k];
-    job[0].runs.vals[k] = WithValues ? vals + at[k] : nullptr;
-    job[0].runs.len[k] = len[k];
-  }
-  const bool four = with_four_way_box<Policy, K, V, WithValues, Comp>(dev, n, algorithm, [&](auto box) {
-    using Box = decltype(box);
-    temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream,
-                                                            run_groups_scratch<Box, K>(n).bytes, algorithm);
-    merge_groups<Box, K, V, WithValues>(job, out_keys, out_vals, comp, temp.template as<unsigned char>(), stream, dev,
-                                        algorithm);
-  });
-  if (!four) throw std::logic_error(std::string("libmerge::") + algorithm + ": no 4-way merge for these types");
+runs_outline outline_runs(const device_info& dev, index_t n, bool two_runs, const char* algorithm) {
+  runs_outline o;
+  o.four_way_merge = with_four_way_box<Policy, K, V, WithValues, Comp>(dev, std::max<index_t>(n, 1), algorithm,
+                                                                      [](auto) {});
+  if (two_runs) o.two_run_width = two_run_width<Policy, K, V, WithValues, Comp>(dev, n, algorithm);
+  return o;
 }
 
 }  // namespace libmerge::detail::cuda_backend
