@@ -3,14 +3,13 @@
 // Preconditions (checked only by a .checked() policy; violating them gives
 // unspecified output, never an out-of-range access or a hang): both inputs
 // sorted by comp, comp a strict weak ordering. Outputs that overlap the inputs
-// or each other are an std::invalid_argument (detail/disjoint.hpp).
+// or each other are an std::invalid_argument (detail/checked.hpp).
 #pragma once
 
 #include <utility>
 
 #include "detail/arguments.hpp"
 #include "detail/checked.hpp"
-#include "detail/disjoint.hpp"
 #include "detail/dispatch.hpp"
 #include "functional.hpp"
 

@@ -9,8 +9,6 @@
 
 #include "detail/arguments.hpp"
 #include "detail/checked.hpp"
-#include "detail/counting.hpp"
-#include "detail/disjoint.hpp"
 #include "detail/dispatch.hpp"
 #include "functional.hpp"
 

@@ -8,7 +8,6 @@
 
 #include "detail/arguments.hpp"
 #include "detail/checked.hpp"
-#include "detail/disjoint.hpp"
 #include "detail/dispatch.hpp"
 #include "functional.hpp"
 #include "search_tags.hpp"

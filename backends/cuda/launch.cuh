@@ -24,7 +24,6 @@
 #include "../../policies/launch_box.hpp"
 #include "device.cuh"
 #include "error.hpp"
-#include "orders.cuh"
 
 namespace libmerge::detail::gpu {
 

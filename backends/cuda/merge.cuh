@@ -22,7 +22,6 @@
 #include "cta_merge.cuh"
 #include "device.cuh"
 #include "error.hpp"
-#include "iterators.cuh"
 #include "launch.cuh"
 #include "memory.cuh"
 #include "partition.cuh"

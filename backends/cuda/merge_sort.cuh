@@ -5,7 +5,7 @@
 //   2. block_sort_kernel (sort/block_sort.cuh): cub::BlockMergeSort tiles in place.
 //   3. pass_partition_kernel, pass_kernel (sort/pass_partition.cuh, sort/pass.cuh): 2- or 4-way passes.
 //   4. copy_back_kernel (sort/pass.cuh): back to the caller's range if the data ended in scratch.
-// Small sorts: sort/one_kernel.cuh; tuning and plan: sort/plan.cuh; the sort across GPUs: shard_sort.cuh.
+// Small sorts: sort/one_kernel.cuh; tuning and plan: sort/state.cuh; the sort across GPUs: shard_sort.cuh.
 // Passes alternate between the caller's buffers and one scratch copy; whether one has work is decided on
 // the device, from flags (sort/state.cuh), so the host never waits. This file picks the boxes and launches.
 #pragma once
@@ -17,7 +17,7 @@
 #include "sort/one_kernel.cuh"
 #include "sort/pass.cuh"
 #include "sort/pass_partition.cuh"
-#include "sort/plan.cuh"
+#include "sort/state.cuh"
 #include "sort/sortedness.cuh"
 
 namespace libmerge::detail::cuda_backend {

@@ -24,7 +24,7 @@
 #include "device.cuh"
 #include "error.hpp"
 #include "launch.cuh"
-#include "../engine/merge_path.hpp"
+#include "../engine/search.hpp"
 #include "../engine/multiway.hpp"
 
 namespace libmerge::detail::cuda_backend {

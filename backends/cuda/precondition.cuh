@@ -18,7 +18,6 @@
 #include "../../libmerge/detail/dispatch.hpp"
 #include "device.cuh"
 #include "error.hpp"
-#include "iterators.cuh"
 #include "launch.cuh"
 #include "memory.cuh"
 

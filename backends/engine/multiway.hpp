@@ -1,11 +1,9 @@
-// k-way merge path (merge_path.hpp), host and device: 2 or 4 runs
+// k-way merge path (search.hpp's merge path), host and device: 2 or 4 runs
 // (group_split, halves_split) and any number (multiway_split).
 #pragma once
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/search_tags.hpp"
-#include "bounds.hpp"
-#include "merge_path.hpp"
 #include "search.hpp"
 
 namespace libmerge::detail {

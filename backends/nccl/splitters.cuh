@@ -16,7 +16,7 @@
 
 #include "../../libmerge/detail/config.hpp"
 #include "../cuda/launch.cuh"
-#include "../engine/bounds.hpp"
+#include "../engine/search.hpp"
 #include "chunk_cuts.cuh"
 
 namespace libmerge::detail::nccl_backend {

@@ -1,6 +1,6 @@
 // One thread's share: merge, short-run sorts, galloping search, and a merge's
 // partition among threads. Shares no loops with the serial backend, the tests'
-// oracle; merge path is the common one (backends/engine/merge_path.hpp).
+// oracle; merge path is the common one (backends/engine/search.hpp).
 #pragma once
 
 #include <algorithm>
@@ -14,8 +14,7 @@
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
-#include "../engine/bounds.hpp"
-#include "../engine/merge_path.hpp"
+#include "../engine/search.hpp"
 
 namespace libmerge::detail::omp_backend {
 

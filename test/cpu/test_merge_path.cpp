@@ -1,7 +1,7 @@
-// Unit tests of the merge-path search (backends/engine/merge_path.hpp), which is
+// Unit tests of the merge-path search (backends/engine/search.hpp), which is
 // plain C++ and compiles without CUDA: for every cross-diagonal, merge_path must
 // return the co-rank of a brute-force reference merge. And of the bound search
-// (backends/engine/bounds.hpp) against std::lower_bound / std::upper_bound,
+// (backends/engine/search.hpp) against std::lower_bound / std::upper_bound,
 // with its k-way probe (rank_in_run) and the lockstep forms.
 #define BOOST_TEST_MODULE libmerge_cpu_merge_path
 #include <boost/test/unit_test.hpp>
@@ -13,8 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include <backends/engine/bounds.hpp>
-#include <backends/engine/merge_path.hpp>
+#include <backends/engine/search.hpp>
 #include <backends/engine/multiway.hpp>
 
 #include "cpu_test_helpers.hpp"

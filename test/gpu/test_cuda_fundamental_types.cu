@@ -14,7 +14,7 @@
 //
 // bool, wchar_t, char16_t, char32_t and long are among the types (bool keys
 // take 2-way passes and no interpolation: they are no numbers to the
-// backend, orders.cuh). char8_t is C++20's: the project is C++17, so it is
+// backend, cta_merge.cuh). char8_t is C++20's: the project is C++17, so it is
 // tested only where a build makes it a type (__cpp_char8_t).
 //
 // Floating-point keys (__half and __nv_bfloat16 too) hold both zeros,

@@ -6,9 +6,9 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// bounds_in_lockstep and bounds_in_lockstep_4 are the engine's (backends/engine/bounds.hpp).
+// bounds_in_lockstep and bounds_in_lockstep_4 are the engine's (backends/engine/search.hpp).
 
-// Interpolation needs numbers under a numeric order (numeric_order, orders.cuh).
+// Interpolation needs numbers under a numeric order (numeric_order, cta_merge.cuh).
 template <class Comp, class Needle, class Hay>
 inline constexpr bool interpolable_v = orders_numbers_v<Comp, Needle> && is_number_v<Hay>;
 

@@ -4,7 +4,7 @@
 
 #include "../partition.cuh"
 #include "state.cuh"
-#include "../../engine/bounds.hpp"
+#include "../../engine/search.hpp"
 
 namespace libmerge::detail::cuda_backend {
 
