@@ -140,8 +140,8 @@ void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, i
       const index_t width = pass.scale * pass.bs_nv;
       const index_t pair_count =
           pair_samples_of(pass, n, width, Box::nv, my_samples != nullptr && partitions_on_samples(width, Box::nv)).count;
-      launch(pair_sample_kernel<sort_sampling<K>, Comp>, (pair_count + sample_threads - 1) / sample_threads,
-             sample_threads, 0, stream, true, dev, algorithm, "pair_sample_kernel",
+      launch(sample_kernel<sort_sampling<K>, Comp>, (pair_count + sample_threads - 1) / sample_threads,
+             sample_threads, 0, stream, true, dev, algorithm, "sample_kernel",
              sort_sampling<K>{key_buf, n, pass, nv, p, m.flags, my_samples}, m.samples, m.sample_keys, comp);
       launch(pass_partition_kernel<4, sort_tiling<K>, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev,
              algorithm, "pass_partition_kernel",

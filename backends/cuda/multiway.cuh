@@ -21,6 +21,12 @@ struct four_runs {
   const K* keys[4];
   const V* vals[4];
   index_t len[4];
+  __device__ __forceinline__ const K* run(int k) const { return keys[k]; }
+  __device__ __forceinline__ const K& key(int k, index_t i) const { return keys[k][i]; }
+  // The halves of the 4-way merge: runs 0 and 1, runs 2 and 3.
+  __device__ __forceinline__ run_half<4, K> half(int h) const {
+    return {keys[2 * h], len[2 * h], keys[2 * h + 1], len[2 * h + 1]};
+  }
 };
 
 // Tile slot j of a 4-way tile from the runs (load_pieces' reader): slot
@@ -70,17 +76,22 @@ struct runs_io {
   }
 };
 
-// The halves of the 4-way merge: runs 0 and 1, runs 2 and 3.
-template <class K, class V>
-__device__ __forceinline__ run_half<4, K> runs_half(const four_runs<K, V>& r, int h) {
-  return {r.keys[2 * h], r.len[2 * h], r.keys[2 * h + 1], r.len[2 * h + 1]};
+// group_split (engine/multiway.hpp) for four runs anywhere: sampled_cut's search over their samples.
+template <class K, class V, class Comp>
+__device__ __forceinline__ run_split<4> group_split(const four_runs<K, V>& g, index_t d, Comp& comp,
+                                                   half_samples<K> samples) {
+  return halves_split(g.half(0), g.half(1), d, comp, samples);
 }
+
+// A run's samples: its keys at multiples of sample_every.
+LIBMERGE_HOST_DEVICE inline index_t run_samples_of(index_t len) { return (len + sample_every - 1) / sample_every; }
 
 // Groups of up to four runs that one launch of each kernel merges, each
 // group into out + at[g]: group g's tiles are [tile_first[g],
 // tile_first[g + 1]), its pair samples [sample_first[g], sample_first[g + 1])
-// (half h's j-th at sample_first[g] + h * stride[g] + j). A level's groups in
-// one launch, not one after another: H100, 2^28 int32 keys in 64 runs took
+// (half h's j-th at sample_first[g] + h * stride[g] + j), its runs' samples
+// (sampled tilings) from run_sample_first[g], run after run. A level's groups
+// in one launch, not one after another: H100, 2^28 int32 keys in 64 runs took
 // 4.93 ms one group at a time (docs/cuda-merge.md).
 inline constexpr int max_groups = 32;  // (kernel parameters of about 4 KB)
 template <class K, class V>
@@ -89,6 +100,7 @@ struct run_groups {
   index_t at[max_groups];
   index_t stride[max_groups];
   index_t sample_first[max_groups + 1];
+  index_t run_sample_first[max_groups + 1];
   int tile_first[max_groups + 1];
   int count;
   // The group of tile t (of sample i): how many firsts after the first are
@@ -102,42 +114,104 @@ struct run_groups {
   }
   __device__ __forceinline__ int group_of_tile(int t) const { return find(tile_first, count, t); }
   __device__ __forceinline__ int group_of_sample(index_t i) const { return find(sample_first, count, i); }
+  // Group g's runs of samples in run_samples (runs_key_sampling wrote them).
+  __device__ __forceinline__ four_runs<K, V> sample_runs(int g, const K* run_samples) const {
+    four_runs<K, V> s{};
+    index_t at_ = run_sample_first[g];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      s.keys[k] = run_samples + at_;
+      s.len[k] = run_samples_of(runs[g].len[k]);
+      at_ += s.len[k];
+    }
+    return s;
+  }
+  // Half h of sample_runs(g, run_samples), built directly (a half picked from
+  // a built four_runs by a run-time h went to local memory).
+  __device__ __forceinline__ run_half<4, K> sample_half_of(int g, int h, const K* run_samples) const {
+    const index_t n0 = run_samples_of(runs[g].len[0]), n1 = run_samples_of(runs[g].len[1]);
+    const index_t nx = run_samples_of(runs[g].len[2 * h]), ny = run_samples_of(runs[g].len[2 * h + 1]);
+    const K* x = run_samples + run_sample_first[g] + (h == 0 ? 0 : n0 + n1);
+    return {x, nx, x + nx, ny};
+  }
 };
 
-// The pair samples of each group (pair_sample_kernel): for half h and j <
-// stride[g], the half's inner split at rank j * nv (clamped to its size),
-// and its elements of ranks j * nv and j * nv - 1. They start each tile's
-// 4-way search inside one tile of each run.
+// The run samples of each group (sample_kernel): run k's key j * sample_every
+// to run_sample_first[g] + (the samples of runs before k) + j, so that the
+// tiling searches these first (sampled_cut), as the sort's passes do.
+template <class K, class V>
+struct runs_key_sampling {
+  using key_type = K;
+  run_groups<K, V> groups;
+  struct samples {
+    const run_groups<K, V>& groups;
+    index_t count;
+    __device__ __forceinline__ run_sample<K> at(index_t i) const {
+      const int g = run_groups<K, V>::find(groups.run_sample_first, groups.count, i);
+      const four_runs<K, V>& r = groups.runs[g];
+      index_t j = i - groups.run_sample_first[g];
+      const K* key = r.keys[3];
+      bool found = false;
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {  // selects, not a run-time index (local memory)
+        const index_t m = run_samples_of(r.len[k]);
+        if (!found && j < m) {
+          key = r.keys[k];
+          found = true;
+        } else if (!found) {
+          j -= m;
+        }
+      }
+      return {key + j * sample_every};
+    }
+  };
+  __device__ __forceinline__ samples view() const { return {groups, groups.run_sample_first[groups.count]}; }
+};
+
+// The pair samples of each group (sample_kernel): for half h and j <
+// stride[g], the half's inner split at rank j * spacing (clamped to its
+// size), and its elements of ranks j * spacing and j * spacing - 1: of the
+// runs (spacing nv), or of their samples (spacing nv / sample_every). They
+// start each tile's 4-way search inside one tile of each run.
 // 2 H100s, 2^29 int32: 4.1 ms without, 1.6 for lm::merge of two (docs/cuda-merge-sort.md)
 template <class K, class V>
 struct runs_sampling {
   using key_type = K;
   run_groups<K, V> groups;
-  index_t nv;
+  index_t spacing;
+  const K* run_samples;  // null: sample the runs themselves
   struct samples {
     const run_groups<K, V>& groups;
-    index_t nv, count;
+    index_t spacing, count;
+    const K* run_samples;
     __device__ __forceinline__ pair_sample<K> at(index_t i) const {
       const int g = groups.group_of_sample(i);
       const index_t stride = groups.stride[g];
       const index_t k = i - groups.sample_first[g];
-      const run_half<4, K> half = runs_half(groups.runs[g], static_cast<int>(k / stride));
-      const index_t rank = (k % stride) * nv;
+      const int h = static_cast<int>(k / stride);
+      const run_half<4, K> half =
+          run_samples != nullptr ? groups.sample_half_of(g, h, run_samples) : groups.runs[g].half(h);
+      const index_t rank = (k % stride) * spacing;
       return {half, rank < half.size() ? rank : half.size()};
     }
   };
-  __device__ __forceinline__ samples view() const { return {groups, nv, groups.sample_first[groups.count]}; }
+  __device__ __forceinline__ samples view() const {
+    return {groups, spacing, groups.sample_first[groups.count], run_samples};
+  }
 };
 
 // The tiles of each group (pass_partition_kernel): a thread a tile finds its
-// start (halves_split over the group's pair samples, stable: ties in run
-// order); a tile ends where the next of its group starts.
+// start (stable: ties in run order) by sampled_cut over the run samples where
+// there are some, else by halves_split over the runs, each from the group's
+// pair samples; a tile ends where the next of its group starts.
+// H100, 2^28 int32 keys and pairs: the search over the runs read 9-10 KB a tile (docs/cuda-merge.md).
 template <class K, class V>
 struct runs_tiling {
   run_groups<K, V> groups;
-  index_t nv;
+  index_t nv, spacing;
   const index_t* samples;
   const K* sample_keys;
+  const K* run_samples;  // null: search the runs
   struct tile_of {
     int g;
     index_t local;  // the tile's index in its group
@@ -155,9 +229,12 @@ struct runs_tiling {
   __device__ __forceinline__ run_split<4> start(const tile_of& t, Comp& comp) const {
     const index_t first = groups.sample_first[t.g], stride = groups.stride[t.g];
     const half_samples<K> hs{{samples + first, samples + first + stride},
-                             {sample_keys + 2 * first, sample_keys + 2 * (first + stride)}, nv};
+                             {sample_keys + 2 * first, sample_keys + 2 * (first + stride)}, spacing};
     const four_runs<K, V>& r = groups.runs[t.g];
-    return halves_split(runs_half(r, 0), runs_half(r, 1), t.local * nv, comp, hs);
+    if (run_samples != nullptr) {
+      return sampled_cut(r, groups.sample_runs(t.g, run_samples), t.local * (nv / sample_every), hs, comp);
+    }
+    return halves_split(r.half(0), r.half(1), t.local * nv, comp, hs);
   }
   __device__ __forceinline__ tile_desc<4> describe(const tile_of& t, const run_split<4>& first,
                                                    const run_split<4>& next) const {
@@ -203,16 +280,20 @@ struct runs_pass {
 };
 
 // The scratch of merge_groups for n elements in all in at most max_groups
-// groups: tile descriptors and pair samples.
+// groups: tile descriptors, pair samples (a tile's worth of a half apart, and
+// a few more a group), and run samples.
 template <class Box, class K>
 struct run_groups_scratch {
-  index_t tiles, samples;
-  std::size_t desc_bytes, sample_bytes, bytes;
+  index_t tiles, samples, run_samples;
+  std::size_t desc_bytes, sample_bytes, sample_key_bytes, bytes;
   explicit run_groups_scratch(index_t n)
-      : tiles((n + Box::nv - 1) / Box::nv + max_groups), samples(2 * tiles + 2 * max_groups) {
+      : tiles((n + Box::nv - 1) / Box::nv + max_groups),
+        samples(2 * tiles + 6 * max_groups),
+        run_samples(n / sample_every + 4 * max_groups) {
     desc_bytes = align_up(sizeof(tile_desc<4>) * static_cast<std::size_t>(tiles), 256);
     sample_bytes = align_up(sizeof(index_t) * static_cast<std::size_t>(samples), 256);
-    bytes = desc_bytes + sample_bytes + align_up(sizeof(K) * 2 * static_cast<std::size_t>(samples), 256);
+    sample_key_bytes = align_up(sizeof(K) * 2 * static_cast<std::size_t>(samples), 256);
+    bytes = desc_bytes + sample_bytes + sample_key_bytes + align_up(sizeof(K) * static_cast<std::size_t>(run_samples), 256);
   }
 };
 
@@ -224,45 +305,74 @@ struct run_group_job {
   index_t at;
 };
 
+// The next up to max_groups non-empty jobs from jobs[first] on (first moves
+// past them) as one launch's groups; spacing: the pair samples', in keys (nv)
+// or, sampled, in run samples. Returns the elements they hold.
+template <class K, class V>
+index_t next_groups(const std::vector<run_group_job<K, V>>& jobs, std::size_t& first, index_t nv, bool sampled,
+                    run_groups<K, V>& gs, const char* algorithm) {
+  const index_t spacing = sampled ? nv / sample_every : nv;
+  const auto size_of = [&](index_t len) { return sampled ? run_samples_of(len) : len; };
+  index_t n = 0;
+  gs = run_groups<K, V>{};
+  for (; first < jobs.size() && gs.count < max_groups; ++first) {
+    const four_runs<K, V>& r = jobs[first].runs;
+    const index_t size = r.len[0] + r.len[1] + r.len[2] + r.len[3];
+    if (size == 0) continue;
+    const int g = gs.count++;
+    gs.runs[g] = r;
+    gs.at[g] = jobs[first].at;
+    const index_t half = std::max(size_of(r.len[0]) + size_of(r.len[1]), size_of(r.len[2]) + size_of(r.len[3]));
+    gs.stride[g] = (half + spacing - 1) / spacing + 1;
+    gs.sample_first[g + 1] = gs.sample_first[g] + 2 * gs.stride[g];
+    gs.run_sample_first[g + 1] = gs.run_sample_first[g] + run_samples_of(r.len[0]) + run_samples_of(r.len[1]) +
+                                 run_samples_of(r.len[2]) + run_samples_of(r.len[3]);
+    const index_t tiles = gs.tile_first[g] + (size + nv - 1) / nv;
+    if (tiles > max_grid_ctas / 32) throw_too_many_tiles(algorithm);
+    gs.tile_first[g + 1] = static_cast<int>(tiles);
+    n += size;
+  }
+  return n;
+}
+
 // Merges each job's runs to keys_out + at (vals_out + at), stable in run
 // order, one 4-way pass with Box (the sort's 4-way pass box for these types)
 // for up to max_groups jobs at a time; scratch: run_groups_scratch<Box, K>(n)
-// bytes, n the most elements max_groups consecutive jobs hold.
+// bytes, n the most elements max_groups consecutive jobs hold. Tiles of whole
+// run samples and few bytes search the runs' samples first (sampled_cut), as
+// the sort's passes do (runs_sampled_tile_bytes: where that pays).
 template <class Box, class K, class V, bool WithValues, class Comp>
 void merge_groups(const std::vector<run_group_job<K, V>>& jobs, K* keys_out, V* vals_out, Comp comp,
                   unsigned char* scratch, cudaStream_t stream, const device_info& dev, const char* algorithm) {
   auto merge_kernel = pass_kernel<Box, 4, runs_pass<K, V, WithValues>, Comp>;
   prepare_shared_memory(merge_kernel, pass_layout<Box, K, V, WithValues>::bytes, dev, Box::nt, Box::vt, algorithm);
   const auto nv = static_cast<index_t>(Box::nv);
+  const bool sampled = partitions_on_samples(sample_every, nv) &&
+                       nv * static_cast<index_t>(sizeof(K)) <= entry_of(dev).sort.runs_sampled_tile_bytes;
+  const index_t spacing = sampled ? nv / sample_every : nv;
   for (std::size_t first = 0; first < jobs.size();) {
-    run_groups<K, V> gs{};
-    index_t n = 0;
-    for (; first < jobs.size() && gs.count < max_groups; ++first) {
-      const four_runs<K, V>& r = jobs[first].runs;
-      const index_t size = r.len[0] + r.len[1] + r.len[2] + r.len[3];
-      if (size == 0) continue;
-      const int g = gs.count++;
-      gs.runs[g] = r;
-      gs.at[g] = jobs[first].at;
-      gs.stride[g] = (std::max(r.len[0] + r.len[1], r.len[2] + r.len[3]) + nv - 1) / nv + 1;
-      gs.sample_first[g + 1] = gs.sample_first[g] + 2 * gs.stride[g];
-      const index_t tiles = gs.tile_first[g] + (size + nv - 1) / nv;
-      if (tiles > max_grid_ctas / 32) throw_too_many_tiles(algorithm);
-      gs.tile_first[g + 1] = static_cast<int>(tiles);
-      n += size;
-    }
+    run_groups<K, V> gs;
+    const index_t n = next_groups(jobs, first, nv, sampled, gs, algorithm);
     if (gs.count == 0) continue;
     const run_groups_scratch<Box, K> s(n);
     auto* descs = reinterpret_cast<tile_desc<4>*>(scratch);
     auto* samples = reinterpret_cast<index_t*>(scratch + s.desc_bytes);
     auto* sample_keys = reinterpret_cast<K*>(scratch + s.desc_bytes + s.sample_bytes);
+    K* run_samples =
+        sampled ? reinterpret_cast<K*>(scratch + s.desc_bytes + s.sample_bytes + s.sample_key_bytes) : nullptr;
     const index_t tiles = gs.tile_first[gs.count], count = gs.sample_first[gs.count];
-    launch(pair_sample_kernel<runs_sampling<K, V>, Comp>, (count + sample_threads - 1) / sample_threads,
-           sample_threads, 0, stream, true, dev, algorithm, "pair_sample_kernel", runs_sampling<K, V>{gs, nv},
-           samples, sample_keys, comp);
+    const auto blocks = [](index_t k) { return (k + sample_threads - 1) / sample_threads; };
+    if (sampled) {
+      const index_t keys = gs.run_sample_first[gs.count];
+      launch(sample_kernel<runs_key_sampling<K, V>, Comp>, blocks(keys), sample_threads, 0, stream, true, dev,
+             algorithm, "sample_kernel", runs_key_sampling<K, V>{gs}, static_cast<index_t*>(nullptr), run_samples,
+             comp);
+    }
+    launch(sample_kernel<runs_sampling<K, V>, Comp>, blocks(count), sample_threads, 0, stream, true, dev, algorithm,
+           "sample_kernel", runs_sampling<K, V>{gs, spacing, run_samples}, samples, sample_keys, comp);
     launch(pass_partition_kernel<4, runs_tiling<K, V>, Comp>, (tiles + partition_tiles - 1) / partition_tiles,
            partition_tiles + 1, 0, stream, true, dev, algorithm, "pass_partition_kernel",
-           runs_tiling<K, V>{gs, nv, samples, sample_keys}, descs, comp);
+           runs_tiling<K, V>{gs, nv, spacing, samples, sample_keys, run_samples}, descs, comp);
     launch(merge_kernel, tiles, Box::nt, pass_layout<Box, K, V, WithValues>::bytes, stream, true, dev, algorithm,
            "pass_kernel", runs_pass<K, V, WithValues>{gs, keys_out, vals_out}, static_cast<const tile_desc<4>*>(descs),
            comp);

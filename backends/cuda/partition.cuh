@@ -4,7 +4,8 @@
 //                  a warp each (merge, the dense sorted search).
 //   tile form      partition_tile_block: consecutive tiles' starts in a group of 2 or 4 runs, each ending
 //                  where the next starts (pass_partition_kernel: sort_tiling, multiway.cuh's runs_tiling).
-//   sample form    pair_sample_kernel (sample_half): pair samples that start the tile form's 4-way searches.
+//   sample form    sample_kernel (sample_half): pair samples that start the tile form's 4-way searches
+//                  (and the k-way merge's run samples, which its sampled_cut searches first).
 //   in-kernel      warp_merge_path, a warp a tile end: the one-kernel sort, a merge's first small tiles
 //                  (merge.cuh: merge_kernel, partition_at), where the partition kernel finds only the rest.
 // A "geometry" says which merge problem a diagonal belongs to; tiles never straddle two problems.

@@ -12,14 +12,6 @@ namespace libmerge::detail {
 // probes are merge-path searches, both lower bounds, so the pass is stable.
 // H100, 2^28: a warp-wide 33-ary outer search took 0.5 to 4.6 ms a pass (docs/cuda-merge-sort.md)
 
-// A group's runs: run k is keys[k * width, ...) of the group, len[k] long.
-template <int Ways, class K>
-struct run_group {
-  const K* keys;
-  index_t width;
-  index_t len[Ways];
-};
-
 // Where a diagonal of a group's merge falls: s[k] elements of run k precede it.
 template <int Ways>
 struct run_split {
@@ -43,6 +35,20 @@ struct run_half {
       const bool take_x = split < nx && (j >= ny || a_goes_first<bounds::lower>(x[split], y[j], comp));
       return take_x ? x[split] : y[j];
     }
+  }
+};
+
+// A group's runs: run k is keys[k * width, ...) of the group, len[k] long.
+template <int Ways, class K>
+struct run_group {
+  const K* keys;
+  index_t width;
+  index_t len[Ways];
+  LIBMERGE_HOST_DEVICE const K* run(int k) const { return keys + k * width; }
+  LIBMERGE_HOST_DEVICE const K& key(int k, index_t i) const { return keys[k * width + i]; }
+  // Half h of a 4-way group: runs 2h and 2h + 1.
+  LIBMERGE_HOST_DEVICE run_half<4, K> half(int h) const {
+    return {run(2 * h), len[2 * h], run(2 * h + 1), len[2 * h + 1]};
   }
 };
 
@@ -94,7 +100,7 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE K last_before(const run_half<4, K>& h,
 }
 
 // Samples of the halves' inner splits at multiples of nv (s[h][j];
-// pair_sample_kernel) with the keys of ranks j * nv and j * nv - 1: searching
+// sample_kernel) with the keys of ranks j * nv and j * nv - 1: searching
 // them first brackets each inner search to one tile. By value (a pointer puts
 // it in local memory); s[0] null for none.
 template <class K>
@@ -173,9 +179,7 @@ LIBMERGE_HOST_DEVICE run_split<Ways> group_split(const run_group<Ways, K>& g, in
     r.s[1] = d - a;
     return r;
   } else {
-    const run_half<Ways, K> h0{g.keys, g.len[0], g.keys + g.width, g.len[1]};
-    const run_half<Ways, K> h1{g.keys + 2 * g.width, g.len[2], g.keys + 3 * g.width, g.len[3]};
-    return halves_split(h0, h1, d, comp, samples);
+    return halves_split(g.half(0), g.half(1), d, comp, samples);
   }
 }
 

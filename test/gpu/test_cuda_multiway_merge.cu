@@ -5,7 +5,8 @@
 // ranges among them, random, few-distinct and all-equal keys, lm::less and
 // lm::greater, int32 and int64 keys, values that tag each element with its
 // range and position (stability shows), ranges given as device pointers and
-// as device_vector iterators. Bad input: a host range, an output over an
+// as device_vector iterators; the policy's launch boxes, with and without
+// the run samples the tiling searches first. Bad input: a host range, an output over an
 // input, an unsorted range under .checked(). (Beyond 2^31 elements:
 // test_cuda_large.)
 #define BOOST_TEST_MODULE cuda_multiway_merge
@@ -44,9 +45,10 @@ std::vector<std::vector<T>> make_runs(std::mt19937_64& g, int k, int max_len, st
   return runs;
 }
 
-// Keys and by-key merges of `runs` on the GPU, each against lm::serial's.
-template <class T, class Comp>
-void check_case(const std::vector<std::vector<T>>& runs, Comp comp, const std::string& what) {
+// Keys and by-key merges of `runs` on the GPU (policy), each against lm::serial's.
+template <class T, class Comp, class Policy = decltype(lm::cuda::par)>
+void check_case(const std::vector<std::vector<T>>& runs, Comp comp, const std::string& what,
+                const Policy& policy = lm::cuda::par) {
   std::size_t total = 0;
   for (const auto& r : runs) total += r.size();
   std::vector<thrust::device_vector<T>> d_runs;
@@ -70,14 +72,14 @@ void check_case(const std::vector<std::vector<T>>& runs, Comp comp, const std::s
   std::vector<std::int64_t> want_vals(total);
   lm::multiway_merge(lm::serial, host_ranges.begin(), host_ranges.end(), want.begin(), comp);
   thrust::device_vector<T> out(total);
-  lm::multiway_merge(lm::cuda::par, dev_ranges.begin(), dev_ranges.end(), out.begin(), comp);
+  lm::multiway_merge(policy, dev_ranges.begin(), dev_ranges.end(), out.begin(), comp);
   BOOST_TEST_REQUIRE((to_host(out) == want), what << " keys");
 
   lm::multiway_merge_by_key(lm::serial, host_ranges.begin(), host_ranges.end(), host_vals.begin(), want.begin(),
                             want_vals.begin(), comp);
   thrust::device_vector<T> keys_out(total);
   thrust::device_vector<std::int64_t> vals_out(total);
-  lm::multiway_merge_by_key(lm::cuda::par, dev_ranges.begin(), dev_ranges.end(), dev_vals.begin(), keys_out.begin(),
+  lm::multiway_merge_by_key(policy, dev_ranges.begin(), dev_ranges.end(), dev_vals.begin(), keys_out.begin(),
                             vals_out.begin(), comp);
   BOOST_TEST_REQUIRE((to_host(keys_out) == want && to_host(vals_out) == want_vals), what << " pairs");
 }
@@ -103,6 +105,25 @@ BOOST_AUTO_TEST_CASE(k_way_merges_match_the_serial_backend) {
         auto runs64 = make_runs<std::int64_t>(g, k, max_len, span, false);
         if (cuda_test::in_shard()) check_case(runs64, lm::less<>(), what + " int64");
       }
+    }
+  }
+}
+
+// A policy's launch boxes: tiles of whole run samples, 8 or more (64 x 5: the
+// tiling searches the run samples first, as the tuned boxes do), and fewer
+// (32 x 3: it searches the runs), each tile a few dozen run samples or none.
+BOOST_AUTO_TEST_CASE(k_way_merges_with_the_policy_boxes) {
+  std::mt19937_64 g(11);
+  const auto sampled = lm::cuda::par.with(lm::launch_boxes<lm::launch_box<64, 3>, lm::launch_box<64, 5>, 4>{});
+  const auto unsampled = lm::cuda::par.with(lm::launch_boxes<lm::launch_box<64, 3>, lm::launch_box<32, 3>, 4>{});
+  for (int k : {2, 3, 4, 7, 64}) {
+    for (int shape = 0; shape < 2; ++shape) {
+      const std::uint64_t span = shape == 0 ? (1ull << 40) : 5;
+      const int max_len = (k >= 64 ? 5000 : 40000) / (cuda_test::quick() ? 10 : 1);
+      const std::string what = "K=" + std::to_string(k) + " shape " + std::to_string(shape);
+      auto runs = make_runs<std::int32_t>(g, k, max_len, span, false);
+      if (cuda_test::in_shard()) check_case(runs, lm::less<>(), what + " box 64x5", sampled);
+      if (cuda_test::in_shard()) check_case(runs, lm::less<>(), what + " box 32x3", unsampled);
     }
   }
 }

@@ -68,7 +68,7 @@ four_runs make_runs(std::mt19937& rng, index_t w, int key_range, bool short_tail
   return r;
 }
 
-// The pair samples pair_sample_kernel writes for a group: each pair's split
+// The pair samples sample_kernel writes for a group: each pair's split
 // at every multiple of nv of its merge, and the keys at ranks j * nv and
 // j * nv - 1 beside them.
 struct pair_samples {

@@ -91,21 +91,35 @@ template <class K>
 struct pair_sample {
   run_half<4, K> half;
   index_t rank;
+  template <class Comp>
+  __device__ __forceinline__ void write(index_t i, index_t* samples, K* sample_keys, Comp& comp) const {
+    sample_half(half, rank, samples + i, sample_keys + 2 * i, comp);
+  }
 };
 
-// What pair_sample_kernel samples: the sort's 4-way pass (below) or multiway.cuh's runs_sampling; view()
-// gives the count (0: nothing) and at(i), sample i's pair and rank.
+// One run sample: a run's key at a multiple of sample_every, to sample_keys[i]
+// (multiway.cuh's runs_key_sampling; the sort's come from its kernels' outputs).
+template <class K>
+struct run_sample {
+  const K* key;
+  template <class Comp>
+  __device__ __forceinline__ void write(index_t i, index_t*, K* sample_keys, Comp&) const {
+    sample_keys[i] = *key;
+  }
+};
+
+// What sample_kernel samples: the sort's 4-way pass (below) or multiway.cuh's runs_sampling (pair samples)
+// and runs_key_sampling (run samples); view() gives the count (0: nothing) and at(i), sample i to write.
 template <class Sampling, class Comp, class K = typename Sampling::key_type>
 __global__ void __launch_bounds__(sample_threads)
-    pair_sample_kernel(Sampling sampling, index_t* samples, K* sample_keys, Comp comp) {
+    sample_kernel(Sampling sampling, index_t* samples, K* sample_keys, Comp comp) {
   wait_for_prerequisite_grid();
   allow_dependent_launch();
   const auto v = sampling.view();
   // Grid-stride: the grid fits the planned width (sorted input samples nothing); longer sorted runs need more.
   const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x;
   for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < v.count; i += step) {
-    const pair_sample<K> at = v.at(i);
-    sample_half(at.half, at.rank, samples + i, sample_keys + 2 * i, comp);
+    v.at(i).write(i, samples, sample_keys, comp);
   }
 }
 
@@ -193,8 +207,10 @@ __device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K
 // The cut of a 4-way group at sample diagonal d: the search over the run samples (sg, pair samples hs), then
 // the splitter (the last sample taken in the merge's order; ties: the later run) found in each other run
 // between its two samples: upper bound before the splitter's run, lower after (stable). Probes stay in range.
-template <class K, class Comp>
-__device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, const run_group<4, K>& sg, index_t d,
+// Runs: run_group (the sort's runs side by side) or four_runs (the k-way merge's, anywhere); sample j of
+// run k is run k's key j * sample_every.
+template <class Runs, class K, class Comp>
+__device__ __forceinline__ run_split<4> sampled_cut(const Runs& g, const Runs& sg, index_t d,
                                                     const half_samples<K>& hs, Comp& comp) {
   run_split<4> cut{{0, 0, 0, 0}};
   if (d == 0) return cut;
@@ -205,7 +221,7 @@ __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, co
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     if (c.s[r] == 0) continue;
-    const K k = sg.keys[r * sg.width + c.s[r] - 1];
+    const K k = sg.key(r, c.s[r] - 1);
     if (rs < 0 || !comp(k, x)) {
       rs = r;
       x = k;
@@ -217,7 +233,7 @@ __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, co
     if (r == rs) {
       cut.s[r] = sample_every * (taken - 1) + 1;
     } else if (taken > 0) {
-      const K* run = g.keys + r * g.width;
+      const K* run = g.run(r);
       const index_t hi = sample_every * taken < g.len[r] ? sample_every * taken : g.len[r];
       const index_t lo = sample_every * (taken - 1) + 1 < hi ? sample_every * (taken - 1) + 1 : hi;
       cut.s[r] = rank_in_run(run, lo, hi, x, r < rs, comp);
@@ -240,7 +256,7 @@ __device__ __forceinline__ run_split<4> sampled_cut(const run_group<4, K>& g, co
       const index_t left = g.len[r] - cut.s[r];
       if (left <= 0) continue;
       const index_t p = left < q ? left : q;
-      const K e = g.keys[r * g.width + cut.s[r] + p - 1];
+      const K e = g.key(r, cut.s[r] + p - 1);
       if (pick < 0 || comp(e, first)) {
         pick = r;
         first = e;
