@@ -5,19 +5,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <cub/block/block_load.cuh>
 #include <cub/util_ptx.cuh>
 #include <cub/warp/warp_store.cuh>
 #include <cuda/std/functional>
-#include <type_traits>
 
 #include "../../libmerge/detail/config.hpp"
+#include "../../libmerge/functional.hpp"
 #include "../../libmerge/search_tags.hpp"
 #include "../../policies/launch_box.hpp"
 #include "../engine/search.hpp"
 #include "bulk_load.cuh"
-#include "../../libmerge/functional.hpp"
 
 // Which comparators order numbers as numbers: traits the CTA merges below and
 // the sort's and search's launch choices ask.
@@ -43,10 +43,6 @@ inline constexpr bool is_number_v = std::is_arithmetic_v<T> && !std::is_same_v<T
 // Keys that are numbers under numeric_order.
 template <class Comp, class K>
 inline constexpr bool orders_numbers_v = numeric_order<Comp>::value && is_number_v<K>;
-
-}  // namespace libmerge::detail::cuda_backend
-
-namespace libmerge::detail::cuda_backend {
 
 // Offsets into a tile are 16-bit: launch_box caps a tile at 65535 elements.
 using tile_offset = std::uint16_t;

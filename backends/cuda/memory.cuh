@@ -11,23 +11,24 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <iterator>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
-#include <initializer_list>
-#include <iterator>
-#include <stdexcept>
+
 #include <thrust/iterator/reverse_iterator.h>
 #include <thrust/type_traits/unwrap_contiguous_iterator.h>
 
-#include "../../policies/cuda.hpp"
-#include "device.cuh"
-#include "error.hpp"
 #include "../../libmerge/detail/checked.hpp"
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/detail/dispatch.hpp"
+#include "../../policies/cuda.hpp"
+#include "device.cuh"
+#include "error.hpp"
 
 namespace libmerge::detail::gpu {
 
@@ -205,68 +206,9 @@ class temporary_storage {
   bool pooled_ = false;
 };
 
-}  // namespace libmerge::detail::gpu
-
-namespace libmerge::detail::cuda_backend {
-using namespace gpu;
-}  // namespace libmerge::detail::cuda_backend
-
-namespace libmerge::cuda {
-
-// The most memory libmerge's pool of the current device keeps reserved between
-// calls (default: a quarter of the device's memory); freed memory above it goes
-// back to the driver at the next synchronization. Applies to the current
-// device's pool and every pool made from now on; 0 gives everything back.
-inline void set_pool_keep(std::size_t bytes) {
-  namespace cb = detail::cuda_backend;
-  int device = 0;
-  detail::check_cuda(cudaGetDevice(&device), "set_pool_keep", "cudaGetDevice");
-  cb::pool_keep_setting().store(static_cast<std::uint64_t>(bytes));
-  if (!cb::has_memory_pools(device)) return;
-  std::uint64_t keep = bytes;
-  if (const cudaMemPool_t pool = cb::memory_pool(device)) {
-    detail::check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "set_pool_keep",
-                   "cudaMemPoolSetAttribute(ReleaseThreshold)");
-  }
-}
-
-// The bound as the current device's pool applies it (a pool made before the
-// setting gets it only from set_pool_keep on its own device).
-inline std::size_t pool_keep() {
-  namespace cb = detail::cuda_backend;
-  int device = 0;
-  detail::check_cuda(cudaGetDevice(&device), "pool_keep", "cudaGetDevice");
-  if (cb::has_memory_pools(device)) {
-    if (const cudaMemPool_t pool = cb::memory_pool(device)) {
-      std::uint64_t keep = 0;
-      detail::check_cuda(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool_keep",
-                         "cudaMemPoolGetAttribute(ReleaseThreshold)");
-      return static_cast<std::size_t>(keep);
-    }
-  }
-  cb::relaxed_capture_mode relaxed;  // cudaMemGetInfo
-  return static_cast<std::size_t>(cb::pool_keep_bytes());
-}
-
-// Gives what libmerge's pool of the current device holds unused back to the
-// driver now. Memory of calls still running is not freed: synchronize the
-// streams libmerge ran on first.
-inline void release_pool_memory() {
-  namespace cb = detail::cuda_backend;
-  int device = 0;
-  detail::check_cuda(cudaGetDevice(&device), "release_pool_memory", "cudaGetDevice");
-  if (!cb::has_memory_pools(device)) return;
-  if (const cudaMemPool_t pool = cb::memory_pool(device)) {
-    detail::check_cuda(cudaMemPoolTrimTo(pool, 0), "release_pool_memory", "cudaMemPoolTrimTo");
-  }
-}
-
-}  // namespace libmerge::cuda
-
 // Iterators on their way into kernels: Thrust's contiguous iterators become raw
 // pointers, each checked to be memory the device can reach, so that a host
 // pointer is an exception naming the argument instead of a crash in a kernel.
-namespace libmerge::detail::gpu {
 
 // The pointer a kernel on the current device may use for `p` (mapped pinned host memory: its device alias),
 // or std::invalid_argument for host memory it cannot reach or another device's (peer access is not relied on).
@@ -354,3 +296,55 @@ auto to_device(It it, index_t length, const device_info& dev, const char* algori
 namespace libmerge::detail::cuda_backend {
 using namespace gpu;
 }  // namespace libmerge::detail::cuda_backend
+
+namespace libmerge::cuda {
+
+// The most memory libmerge's pool of the current device keeps reserved between
+// calls (default: a quarter of the device's memory); freed memory above it goes
+// back to the driver at the next synchronization. Applies to the current
+// device's pool and every pool made from now on; 0 gives everything back.
+inline void set_pool_keep(std::size_t bytes) {
+  namespace cb = detail::cuda_backend;
+  int device = 0;
+  detail::check_cuda(cudaGetDevice(&device), "set_pool_keep", "cudaGetDevice");
+  cb::pool_keep_setting().store(static_cast<std::uint64_t>(bytes));
+  if (!cb::has_memory_pools(device)) return;
+  std::uint64_t keep = bytes;
+  if (const cudaMemPool_t pool = cb::memory_pool(device)) {
+    detail::check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "set_pool_keep",
+                   "cudaMemPoolSetAttribute(ReleaseThreshold)");
+  }
+}
+
+// The bound as the current device's pool applies it (a pool made before the
+// setting gets it only from set_pool_keep on its own device).
+inline std::size_t pool_keep() {
+  namespace cb = detail::cuda_backend;
+  int device = 0;
+  detail::check_cuda(cudaGetDevice(&device), "pool_keep", "cudaGetDevice");
+  if (cb::has_memory_pools(device)) {
+    if (const cudaMemPool_t pool = cb::memory_pool(device)) {
+      std::uint64_t keep = 0;
+      detail::check_cuda(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "pool_keep",
+                         "cudaMemPoolGetAttribute(ReleaseThreshold)");
+      return static_cast<std::size_t>(keep);
+    }
+  }
+  cb::relaxed_capture_mode relaxed;  // cudaMemGetInfo
+  return static_cast<std::size_t>(cb::pool_keep_bytes());
+}
+
+// Gives what libmerge's pool of the current device holds unused back to the
+// driver now. Memory of calls still running is not freed: synchronize the
+// streams libmerge ran on first.
+inline void release_pool_memory() {
+  namespace cb = detail::cuda_backend;
+  int device = 0;
+  detail::check_cuda(cudaGetDevice(&device), "release_pool_memory", "cudaGetDevice");
+  if (!cb::has_memory_pools(device)) return;
+  if (const cudaMemPool_t pool = cb::memory_pool(device)) {
+    detail::check_cuda(cudaMemPoolTrimTo(pool, 0), "release_pool_memory", "cudaMemPoolTrimTo");
+  }
+}
+
+}  // namespace libmerge::cuda

@@ -92,7 +92,7 @@ void allocate_sort(sort_memory<typename Policy::allocator_type, K, V>& m, const 
   m.max_samples = four ? 5 * ((n + pair_keys - 1) / pair_keys) + (n + BsBox::nv - 1) / BsBox::nv + 8 : 0;
   const std::size_t sample_bytes = align_up(sizeof(index_t) * static_cast<std::size_t>(m.max_samples), 256);
   const std::size_t sample_key_bytes = align_up(2 * sizeof(K) * static_cast<std::size_t>(m.max_samples), 256);
-  const index_t run_sample_count = four ? (n + sample_every - 1) / sample_every : 0;
+  const index_t run_sample_count = four ? run_samples_of(n) : 0;
   const std::size_t run_sample_bytes = align_up(sizeof(K) * static_cast<std::size_t>(run_sample_count), 256);
   m.bytes = scratch_keys + scratch_vals + flag_bytes + desc_bytes + sample_bytes + sample_key_bytes + run_sample_bytes;
   m.temp.emplace(policy.allocator(), policy.stream(), m.bytes, algorithm);

@@ -83,9 +83,6 @@ __device__ __forceinline__ run_split<4> group_split(const four_runs<K, V>& g, in
   return halves_split(g.half(0), g.half(1), d, comp, samples);
 }
 
-// A run's samples: its keys at multiples of sample_every.
-LIBMERGE_HOST_DEVICE inline index_t run_samples_of(index_t len) { return (len + sample_every - 1) / sample_every; }
-
 // Groups of up to four runs that one launch of each kernel merges, each
 // group into out + at[g]: group g's tiles are [tile_first[g],
 // tile_first[g + 1]), its pair samples [sample_first[g], sample_first[g + 1])

@@ -67,13 +67,10 @@ __device__ __forceinline__ Index warp_first_not_before(Index lo, Index hi, Befor
 }
 #endif
 
-}  // namespace libmerge::detail
-
 // The bound searches, on the loop above: a needle's lower or upper bound
 // (bound_within), its rank in one sequence of a k-way merge (rank_in_run), and
 // K needles at once, branch-free (bounds_in_lockstep, bounds_in_lockstep_4).
 // Plain C++, host and device.
-namespace libmerge::detail {
 
 // First position in hay[lo, hi) whose element is not before x (Upper: is
 // after x), or hi. Every probe lies in [lo, hi), whatever comp does. Index may
@@ -154,13 +151,10 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void bounds_in_lockstep_4(Hay hay, Ind
   }
 }
 
-}  // namespace libmerge::detail
-
 // The merge-path search (Odeh et al., "Merge Path - Parallel Merging Made
 // Simple", 2012; the co-rank function of seeds/004; MergePath in seeds/000),
 // as the loop above over a_goes_first. Plain C++ for host and device, so
 // the CPU tests check it against a brute-force co-rank.
-namespace libmerge::detail {
 
 // Does a_key come before b_key in the merge? lower: A wins ties (a stable
 // merge, lower-bound searches of A); upper: B wins ties.

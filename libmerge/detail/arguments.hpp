@@ -64,12 +64,8 @@ void check_output_range(index_t largest, bool needs_flag_bit, const char* algori
   }
 }
 
-}  // namespace libmerge::detail
-
 // A read-only sequence 0, 1, 2, ... of type T: the values merge_sort_indices
 // sorts alongside the keys, so that it is merge_sort_by_key in every backend.
-namespace libmerge::detail {
-
 template <class T>
 struct counting_values {
   index_t start = 0;

@@ -10,15 +10,15 @@
 // or each other (check_disjoint, below).
 #pragma once
 
-#include <stdexcept>
-#include <string>
-#include <type_traits>
-#include <utility>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <iterator>
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"

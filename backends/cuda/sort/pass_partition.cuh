@@ -153,7 +153,7 @@ struct sort_sampling {
     const index_t width = pass_shape_of(plan, flags, n, nv).width;
     const bool sampled = run_samples != nullptr && partitions_on_samples(width, nv);
     const pair_sample_grid grid = pair_samples_of(plan, n, width, nv, sampled);
-    return {sampled ? run_samples : buf.keys(src), sampled ? (n + sample_every - 1) / sample_every : n,
+    return {sampled ? run_samples : buf.keys(src), sampled ? run_samples_of(n) : n,
             sampled ? width / sample_every : width, grid, grid.count};
   }
 };
@@ -341,8 +341,7 @@ struct sort_tiling {
     }
     if constexpr (Ways == 4) {
       if (v.sampled) {
-        const run_group<4, K> sg =
-            group_at<4>(run_samples, (n + sample_every - 1) / sample_every, width / sample_every, v.group);
+        const run_group<4, K> sg = group_at<4>(run_samples, run_samples_of(n), width / sample_every, v.group);
         return sampled_cut(g, sg, static_cast<index_t>(v.local) * (nv / sample_every), hs, comp);
       }
     }

@@ -20,9 +20,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../../libmerge/detail/arguments.hpp"
 #include "../../../libmerge/detail/checked.hpp"
 #include "../../../libmerge/detail/config.hpp"
-#include "../../../libmerge/detail/arguments.hpp"
 #include "../../../libmerge/detail/dispatch.hpp"
 #include "../../../policies/cuda.hpp"
 #include "../cta_merge.cuh"
@@ -197,6 +197,9 @@ struct sort_buffers {
 // 32: one sample in each store of one lane (store_warp_striped_sampled).
 inline constexpr int sample_every = 32;
 
+// The run samples of len keys (the last one's run may be shorter than sample_every).
+LIBMERGE_HOST_DEVICE inline index_t run_samples_of(index_t len) { return (len + sample_every - 1) / sample_every; }
+
 // A thread's keys in blocked order, keys[i] at position first + i (i < count).
 template <int VT, class K>
 __device__ __forceinline__ void sample_blocked(const K (&keys)[VT], index_t first, int count, K* samples) {
@@ -259,11 +262,8 @@ struct one_kernel_class {
 
 using no_one_kernel = one_kernel_class<launch_box<32, 1>, 1, 0, 0>;
 
-}  // namespace libmerge::detail::cuda_backend
-
 // The merge sort's tuning and plan: boxes per key and value type, the passes
 // of a sort of n keys, and where a sort for the sort across GPUs leaves its data.
-namespace libmerge::detail::cuda_backend {
 
 // Boxes for keys K and values V (void: keys only): large elements get fewer values a thread (scale_vt), and
 // fewer threads where even that would not fit tuning::tile_smem_portable (96 KB: sm_86, sm_89 and sm_120 give
