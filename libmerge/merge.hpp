@@ -8,9 +8,8 @@
 
 #include <utility>
 
-#include "detail/arguments.hpp"
 #include "detail/checked.hpp"
-#include "detail/dispatch.hpp"
+#include "detail/config.hpp"
 #include "functional.hpp"
 
 namespace libmerge {

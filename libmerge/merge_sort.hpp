@@ -7,9 +7,8 @@
 
 #include <iterator>
 
-#include "detail/arguments.hpp"
 #include "detail/checked.hpp"
-#include "detail/dispatch.hpp"
+#include "detail/config.hpp"
 #include "functional.hpp"
 
 namespace libmerge {

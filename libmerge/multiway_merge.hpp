@@ -11,9 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "detail/arguments.hpp"
 #include "detail/checked.hpp"
-#include "detail/dispatch.hpp"
+#include "detail/config.hpp"
 #include "functional.hpp"
 
 namespace libmerge {

@@ -6,9 +6,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "detail/arguments.hpp"
 #include "detail/checked.hpp"
-#include "detail/dispatch.hpp"
+#include "detail/config.hpp"
 #include "functional.hpp"
 #include "search_tags.hpp"
 

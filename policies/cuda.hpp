@@ -21,7 +21,7 @@
 #include <type_traits>
 
 #include "../libmerge/detail/checked.hpp"
-#include "../libmerge/detail/dispatch.hpp"
+#include "../libmerge/detail/config.hpp"
 #include "launch_box.hpp"
 
 namespace libmerge::cuda {

@@ -13,7 +13,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "../libmerge/detail/dispatch.hpp"
+#include "../libmerge/detail/config.hpp"
 
 namespace libmerge::backend {
 struct nccl {};

@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "../libmerge/detail/checked.hpp"
-#include "../libmerge/detail/dispatch.hpp"
+#include "../libmerge/detail/config.hpp"
 #include "serial.hpp"
 
 namespace libmerge::omp {

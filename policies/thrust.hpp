@@ -16,7 +16,6 @@
 #include <type_traits>
 
 #include "../libmerge/detail/config.hpp"
-#include "../libmerge/detail/dispatch.hpp"
 #include "omp.hpp"
 #include "serial.hpp"
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "../../policies/cuda.hpp"
-#include "error.hpp"
+#include "runtime.cuh"
 #include "merge.cuh"
 #include "merge_sort.cuh"
 #include "multiway.cuh"

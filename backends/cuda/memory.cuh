@@ -25,10 +25,8 @@
 
 #include "../../libmerge/detail/checked.hpp"
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "../../policies/cuda.hpp"
-#include "device.cuh"
-#include "error.hpp"
+#include "runtime.cuh"
 
 namespace libmerge::detail::gpu {
 

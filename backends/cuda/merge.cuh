@@ -15,16 +15,13 @@
 #include <vector>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/functional.hpp"
 #include "../../policies/cuda.hpp"
 #include "bulk_load.cuh"
 #include "cta_merge.cuh"
-#include "device.cuh"
-#include "error.hpp"
-#include "launch.cuh"
 #include "memory.cuh"
 #include "partition.cuh"
+#include "runtime.cuh"
 
 namespace libmerge::detail::cuda_backend {
 

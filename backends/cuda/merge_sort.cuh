@@ -1,6 +1,6 @@
 // CUDA merge_sort, merge_sort_by_key, merge_sort_indices: one code path (keys only: no values; indices:
 // values 0, 1, 2, ...), the stages in docs/cuda-merge-sort.md ("How a sort runs"):
-//   1. sortedness_kernel (sort/sortedness.cuh): the descents; sorted input skips the rest, sorted runs of
+//   1. sortedness_kernel (sort/block_sort.cuh): the descents; sorted input skips the rest, sorted runs of
 //      W >= a block-sort tile the block sort and the passes below W.
 //   2. block_sort_kernel (sort/block_sort.cuh): cub::BlockMergeSort tiles in place.
 //   3. pass_partition_kernel, pass_kernel (sort/pass_partition.cuh, sort/pass.cuh): 2- or 4-way passes.
@@ -18,7 +18,6 @@
 #include "sort/pass.cuh"
 #include "sort/pass_partition.cuh"
 #include "sort/state.cuh"
-#include "sort/sortedness.cuh"
 
 namespace libmerge::detail::cuda_backend {
 

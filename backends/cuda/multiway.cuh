@@ -76,7 +76,7 @@ struct runs_io {
   }
 };
 
-// group_split (engine/multiway.hpp) for four runs anywhere: sampled_cut's search over their samples.
+// group_split (engine/search.hpp) for four runs anywhere: sampled_cut's search over their samples.
 template <class K, class V, class Comp>
 __device__ __forceinline__ run_split<4> group_split(const four_runs<K, V>& g, index_t d, Comp& comp,
                                                    half_samples<K> samples) {

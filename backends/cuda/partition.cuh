@@ -20,13 +20,9 @@
 #include <utility>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
-#include "device.cuh"
-#include "error.hpp"
-#include "launch.cuh"
 #include "../engine/search.hpp"
-#include "../engine/multiway.hpp"
+#include "runtime.cuh"
 
 namespace libmerge::detail::cuda_backend {
 

@@ -15,11 +15,9 @@
 #include <thrust/system_error.h>
 
 #include "../../libmerge/detail/checked.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
-#include "device.cuh"
-#include "error.hpp"
-#include "launch.cuh"
+#include "../../libmerge/detail/config.hpp"
 #include "memory.cuh"
+#include "runtime.cuh"
 
 namespace libmerge::detail {
 

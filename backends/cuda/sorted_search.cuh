@@ -24,16 +24,13 @@
 #include <type_traits>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
 #include "../../policies/cuda.hpp"
 #include "../engine/search.hpp"
 #include "cta_merge.cuh"
-#include "device.cuh"
-#include "error.hpp"
-#include "launch.cuh"
 #include "memory.cuh"
 #include "partition.cuh"
+#include "runtime.cuh"
 #include "search/dense.cuh"
 #include "search/needle.cuh"
 

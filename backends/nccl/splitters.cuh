@@ -15,7 +15,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../cuda/launch.cuh"
+#include "../cuda/runtime.cuh"
 #include "../engine/search.hpp"
 #include "chunk_cuts.cuh"
 

@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/merge.hpp"
 #include "../../libmerge/merge_sort.hpp"
 #include "../../libmerge/multiway_merge.hpp"

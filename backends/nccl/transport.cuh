@@ -17,8 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "../cuda/error.hpp"
-#include "../cuda/launch.cuh"
+#include "../cuda/runtime.cuh"
 #include "deadline.cuh"
 
 namespace libmerge {

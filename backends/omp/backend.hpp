@@ -4,7 +4,7 @@
 #pragma once
 
 #include "../../libmerge/detail/checked.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
+#include "../../libmerge/detail/config.hpp"
 
 #if defined(_OPENMP)
 

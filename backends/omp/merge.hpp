@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
-#include "../engine/multiway.hpp"
+#include "../engine/search.hpp"
 #include "../serial/merge.hpp"
 #include "sequential.hpp"
 #include "team.hpp"
@@ -101,7 +100,7 @@ void merge(const Policy& policy, AKeys a, index_t na, BKeys b, index_t nb, AVals
 }
 
 // lm::multiway_merge: one equal share of the output per thread, as merge
-// cuts it; multiway_split (engine/multiway.hpp) finds each cut in every run,
+// cuts it; multiway_split (engine/search.hpp) finds each cut in every run,
 // and each thread merges its pieces with the serial backend's k-way merge.
 template <class Policy, class Run, class KeysOut, class ValsOut, class Comp>
 void multiway_merge(const Policy& policy, const std::vector<Run>& runs, index_t total, KeysOut keys_out,

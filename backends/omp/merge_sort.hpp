@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "sequential.hpp"
 #include "team.hpp"
 

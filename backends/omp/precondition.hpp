@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../../libmerge/detail/checked.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
+#include "../../libmerge/detail/config.hpp"
 #include "team.hpp"
 
 namespace libmerge::detail {

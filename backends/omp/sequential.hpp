@@ -12,7 +12,6 @@
 
 #include "../../libmerge/detail/as_type.hpp"
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
 #include "../engine/search.hpp"
 

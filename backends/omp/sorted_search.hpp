@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
 #include "sequential.hpp"
 #include "team.hpp"

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "merge.hpp"
 
 namespace libmerge::detail::serial {

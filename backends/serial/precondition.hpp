@@ -3,7 +3,7 @@
 #pragma once
 
 #include "../../libmerge/detail/checked.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
+#include "../../libmerge/detail/config.hpp"
 
 namespace libmerge::detail {
 

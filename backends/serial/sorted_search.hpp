@@ -9,7 +9,6 @@
 #include <type_traits>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/detail/dispatch.hpp"
 #include "../../libmerge/search_tags.hpp"
 
 namespace libmerge::detail::serial {

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include <backends/engine/search.hpp>
-#include <backends/engine/multiway.hpp>
 
 #include "cpu_test_helpers.hpp"
 

@@ -304,7 +304,7 @@ cudaError_t prepare_and_launch(Kernel kernel, int dynamic, int* out) {
 }  // namespace
 
 // The launch counts a kernel's static shared memory with the tile's (commit
-// 70bd903; backends/cuda/launch.cuh, prepare_shared_memory). Dynamic bytes
+// 70bd903; backends/cuda/runtime.cuh, prepare_shared_memory). Dynamic bytes
 // under 48 KB whose sum with the static bytes is over it get the limit
 // raised: counting the dynamic bytes alone, the launch fails with
 // cudaErrorInvalidValue (issue 24's 16-bit searches). A sum over what the

@@ -9,7 +9,7 @@
 // launch did not raise the kernel's limit, but with the kernel's static
 // shared memory (its `starts` array, 2 KB at 512 threads in each of its two
 // tile forms) the block needed more. Commit 70bd903 fixed it: the launch
-// (prepare_shared_memory, backends/cuda/launch.cuh) counts the kernel's
+// (prepare_shared_memory, backends/cuda/runtime.cuh) counts the kernel's
 // static bytes with the tile's before deciding to raise the limit. sm_90
 // now tunes 16-bit keys to 256x19, far from the line, so the searches below
 // force the 512x15 box through the policy (box_512x15): without the fix,

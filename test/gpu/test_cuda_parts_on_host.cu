@@ -1,4 +1,4 @@
-// The merge sort's tile parts that are plain C++ (backends/engine/multiway.hpp:
+// The merge sort's tile parts that are plain C++ (backends/engine/search.hpp:
 // group_split; cta_merge.cuh: cta_merge_pairs, cta_merge_pieces), run on the CPU: nvcc builds
 // them for the host too, so these checks need no GPU and run in CI. Each
 // result is compared with a brute-force stable merge.

@@ -16,7 +16,7 @@
 #include "../../backends/cuda/merge.cuh"
 #include "../../backends/cuda/merge_sort.cuh"
 #include "../../backends/cuda/sorted_search.cuh"
-#include "../../backends/engine/multiway.hpp"
+#include "../../backends/engine/search.hpp"
 
 namespace internals {
 

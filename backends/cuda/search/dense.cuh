@@ -19,17 +19,14 @@
 #include <type_traits>
 
 #include "../../../libmerge/detail/config.hpp"
-#include "../../../libmerge/detail/dispatch.hpp"
 #include "../../../libmerge/search_tags.hpp"
 #include "../../../policies/cuda.hpp"
 #include "../../engine/search.hpp"
 #include "../bulk_load.cuh"
 #include "../cta_merge.cuh"
-#include "../device.cuh"
-#include "../error.hpp"
-#include "../launch.cuh"
 #include "../memory.cuh"
 #include "../partition.cuh"
+#include "../runtime.cuh"
 
 namespace libmerge::detail::cuda_backend {
 

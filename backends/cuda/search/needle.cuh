@@ -1,7 +1,7 @@
 // The sparse sorted search's kernel (host side: sorted_search.cuh).
 #pragma once
 
-#include "../launch.cuh"
+#include "../runtime.cuh"
 #include "dense.cuh"
 
 namespace libmerge::detail::cuda_backend {

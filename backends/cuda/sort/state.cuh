@@ -20,16 +20,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "../../../libmerge/detail/arguments.hpp"
 #include "../../../libmerge/detail/checked.hpp"
 #include "../../../libmerge/detail/config.hpp"
-#include "../../../libmerge/detail/dispatch.hpp"
 #include "../../../policies/cuda.hpp"
 #include "../cta_merge.cuh"
-#include "../device.cuh"
-#include "../error.hpp"
-#include "../launch.cuh"
 #include "../memory.cuh"
+#include "../runtime.cuh"
 
 namespace libmerge::detail::cuda_backend {
 

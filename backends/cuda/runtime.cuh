@@ -1,5 +1,9 @@
-// Launching a kernel: the box a call uses (the policy's, or the tuned line of
-// the kernel's compiled architecture), PDL where available, debug printout.
+// The runtime layer (namespace gpu) that the CUDA and NCCL backends share, and
+// cuda_backend sees whole: every CUDA error as an lm::cuda_error naming the
+// algorithm and the step; what the backend needs to know about a device,
+// looked up once and cached; and every launch: the box a call uses (the
+// policy's, or the tuned line of the kernel's compiled architecture, asked of
+// each kernel), PDL where available, debug printout. (memory.cuh: storage.)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <iterator>
 #include <map>
@@ -22,10 +27,151 @@
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/functional.hpp"
 #include "../../policies/launch_box.hpp"
-#include "device.cuh"
-#include "error.hpp"
+
+namespace libmerge {
+
+class cuda_error : public std::runtime_error {
+ public:
+  cuda_error(cudaError_t code, const std::string& algorithm, const std::string& what)
+      : std::runtime_error("libmerge::" + algorithm + ": " + what + ": " + cudaGetErrorName(code) + " (" +
+                           cudaGetErrorString(code) + ")"),
+        code_(code),
+        algorithm_(algorithm) {}
+
+  cudaError_t code() const noexcept { return code_; }
+  const std::string& algorithm() const noexcept { return algorithm_; }
+
+ protected:
+  // For failures that are not a CUDA runtime call's (NCCL's, in nccl_error):
+  // the message as given.
+  struct preformatted {};
+  cuda_error(preformatted, cudaError_t code, const std::string& algorithm, const std::string& message)
+      : std::runtime_error(message), code_(code), algorithm_(algorithm) {}
+
+ private:
+  cudaError_t code_;
+  std::string algorithm_;
+};
+
+namespace detail {
+
+// Throws for a failed call, first taking the error off the thread's last-error
+// slot, so neither a later check nor the caller's next CUDA call trips over it;
+// sticky errors (a fault inside a kernel) stay, as they must.
+inline void check_cuda(cudaError_t code, const char* algorithm, const char* what) {
+  if (code != cudaSuccess) {
+    cudaGetLastError();
+    throw cuda_error(code, algorithm, what);
+  }
+}
+
+}  // namespace detail
+}  // namespace libmerge
 
 namespace libmerge::detail::gpu {
+
+// ---------------------------------------------------------------------------
+// The device.
+
+struct device_info {
+  int device = 0;
+  int cc = 0;            // the device's compute capability x 10
+  int smem_optin = 0;    // largest dynamic shared memory a block may opt into
+  int sms = 0;           // multiprocessors
+  bool pageable_access = false;  // can kernels read ordinary host memory (HMM/ATS)?
+  bool cooperative = false;      // can it launch cooperative kernels (grid-wide barriers)?
+};
+
+inline device_info query_device(int device, const char* algorithm) {
+  device_info info;
+  info.device = device;
+  int major = 0, minor = 0, pageable = 0;
+  check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), algorithm,
+             "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), algorithm,
+             "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&info.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+             algorithm, "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device), algorithm,
+             "cudaDeviceGetAttribute");
+  check_cuda(cudaDeviceGetAttribute(&info.sms, cudaDevAttrMultiProcessorCount, device), algorithm,
+             "cudaDeviceGetAttribute");
+  int cooperative = 0;
+  check_cuda(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device), algorithm,
+             "cudaDeviceGetAttribute");
+  info.cooperative = cooperative != 0;
+  info.cc = major * 10 + minor;
+  info.pageable_access = pageable != 0;
+  return info;
+}
+
+// The current device's facts, cached: a call costs one cudaGetDevice.
+inline const device_info& current_device(const char* algorithm) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), algorithm, "cudaGetDevice");
+  static std::mutex mutex;
+  static std::map<int, device_info> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(device);
+  if (it == cache.end()) it = cache.emplace(device, query_device(device, algorithm)).first;
+  return it->second;
+}
+
+// The device a stream's work runs on: cudaStreamGetDevice, or the current device for the default streams
+// and a capturing stream, where it fails (cudaErrorStreamCaptureUnsupported).
+inline int stream_device(cudaStream_t stream, const char* algorithm) {
+  int device = 0;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  const bool own = stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread;
+  if (own) check_cuda(cudaStreamIsCapturing(stream, &capture), algorithm, "cudaStreamIsCapturing");
+  if (own && capture == cudaStreamCaptureStatusNone) {
+    check_cuda(cudaStreamGetDevice(stream, &device), algorithm, "cudaStreamGetDevice");
+  } else {
+    check_cuda(cudaGetDevice(&device), algorithm, "cudaGetDevice");
+  }
+  return device;
+}
+
+// Whether `stream` is capturing a CUDA graph (the legacy default stream cannot be).
+inline bool is_capturing(cudaStream_t stream, const char* algorithm) {
+  if (stream == nullptr || stream == cudaStreamLegacy) return false;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &capture), algorithm, "cudaStreamIsCapturing");
+  return capture != cudaStreamCaptureStatusNone;
+}
+
+// A call that must wait for its stream (to read an answer back to the host)
+// cannot be captured: refused before anything is queued, the capture intact.
+inline void refuse_capture(cudaStream_t stream, const char* algorithm, const char* why) {
+  if (is_capturing(stream, algorithm)) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": " + why);
+  }
+}
+
+// The current device's facts for a call on `stream`, which must belong to it (pointer checks and launches
+// use the current device, temporary storage the stream's): else std::invalid_argument.
+inline const device_info& current_device(const char* algorithm, cudaStream_t stream) {
+  const device_info& dev = current_device(algorithm);
+  const int device = stream_device(stream, algorithm);
+  if (device != dev.device) {
+    throw std::invalid_argument(std::string("libmerge::") + algorithm + ": the policy's stream belongs to device " +
+                                std::to_string(device) + ", but the call runs on the current device " +
+                                std::to_string(dev.device) + " (cudaSetDevice to the stream's device first)");
+  }
+  return dev;
+}
+
+// LIBMERGE_DEBUG=1 in the environment prints each launch plan to stderr.
+inline bool debug_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("LIBMERGE_DEBUG");
+    return v != nullptr && *v != '\0' && *v != '0';
+  }();
+  return enabled;
+}
+
+// ---------------------------------------------------------------------------
+// Launches.
 
 // A kernel's attributes (PTX target, static shared memory), cached per
 // (device, kernel); a missing image is told in words.
@@ -281,7 +427,6 @@ void print_plan(const device_info& dev, const char* algorithm, const char* stage
                algorithm, stage, dev.device, dev.cc, arch, Box::nt, Box::vt, tuned ? "tuned" : "caller's", tiles,
                temp_bytes, smem_bytes);
 }
-
 }  // namespace libmerge::detail::gpu
 
 namespace libmerge::detail::cuda_backend {
