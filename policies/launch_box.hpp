@@ -103,9 +103,9 @@ struct merge_sort_line {
   int arch;
   tile_loads pass_loads;  // passes of keys up to 4 bytes, no values (cuda/sort/pass.cuh staged_pass)
   int pieces_in_flight;   // loads a thread has in flight at once in a pass tile (cuda/cta_merge.cuh load_pieces)
-  // The k-way merge's tiles of up to this many bytes of keys search the runs'
-  // samples first (cuda/multiway.cuh merge_groups); larger ones, the runs.
-  int runs_sampled_tile_bytes;
+  // The k-way merge's tiles search the runs' samples first where a tile holds
+  // this many (0: never), spaced as sparsely as that allows (cuda/multiway.cuh).
+  int runs_tile_samples;
   // Pass kernels' register budget in threads an SM (cuda/sort/pass.cuh
   // pass_ctas_per_sm; which pass gets which: docs/tuning.md).
   int pass_two_way_quarters;
@@ -229,9 +229,9 @@ constexpr architecture sm_90() {
   merge_sort_line& s = a.sort;
   s.pass_loads = tile_loads::bulk_copies;  // H200, 2^28 int32 keys: 9.68 against 9.85 ms through registers
   s.pieces_in_flight = 5;                  // the most at which no tuned 4-way kernel spills (H100, nvcc 13.0)
-  // Run samples read about half the keys' bytes (64-byte DRAM reads), a search over the runs about 9 KB a tile.
-  // H100, 2^28 int32, K = 4: pairs (4.5 KB tiles) 1.99 ms against 3.15; keys (46 KB) 1.03 against 1.00
-  s.runs_sampled_tile_bytes = 16384;
+  // H100, 2^28 int32, K = 4: keys every 512th (23 a tile) 0.830 ms, 256th 0.845, none 0.986; pairs every
+  // 32nd (36 a tile) 1.99, 128th 2.13, none 3.18
+  s.runs_tile_samples = 20;
   s.pass_two_way_quarters = 3;             // H100, 2^24 int32: a full SM was no faster (0.837 against 0.829 ms)
   s.pass_threads_wide = 1024;
   // At 1024 threads, 4-way int32/int64 pairs at 21+ values a thread merge their

@@ -87,7 +87,7 @@ __device__ __forceinline__ run_split<4> group_split(const four_runs<K, V>& g, in
 // group into out + at[g]: group g's tiles are [tile_first[g],
 // tile_first[g + 1]), its pair samples [sample_first[g], sample_first[g + 1])
 // (half h's j-th at sample_first[g] + h * stride[g] + j), its runs' samples
-// (sampled tilings) from run_sample_first[g], run after run. A level's groups
+// (sampled tilings: every rate.every() keys) from run_sample_first[g], run after run. A level's groups
 // in one launch, not one after another: H100, 2^28 int32 keys in 64 runs took
 // 4.93 ms one group at a time (docs/cuda-merge.md).
 inline constexpr int max_groups = 32;  // (kernel parameters of about 4 KB)
@@ -100,6 +100,7 @@ struct run_groups {
   index_t run_sample_first[max_groups + 1];
   int tile_first[max_groups + 1];
   int count;
+  sample_rate rate;
   // The group of tile t (of sample i): how many firsts after the first are
   // not above it (independent compares, no chain of dependent loads).
   template <class T>
@@ -118,7 +119,7 @@ struct run_groups {
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       s.keys[k] = run_samples + at_;
-      s.len[k] = run_samples_of(runs[g].len[k]);
+      s.len[k] = rate.of(runs[g].len[k]);
       at_ += s.len[k];
     }
     return s;
@@ -126,14 +127,14 @@ struct run_groups {
   // Half h of sample_runs(g, run_samples), built directly (a half picked from
   // a built four_runs by a run-time h went to local memory).
   __device__ __forceinline__ run_half<4, K> sample_half_of(int g, int h, const K* run_samples) const {
-    const index_t n0 = run_samples_of(runs[g].len[0]), n1 = run_samples_of(runs[g].len[1]);
-    const index_t nx = run_samples_of(runs[g].len[2 * h]), ny = run_samples_of(runs[g].len[2 * h + 1]);
+    const index_t n0 = rate.of(runs[g].len[0]), n1 = rate.of(runs[g].len[1]);
+    const index_t nx = rate.of(runs[g].len[2 * h]), ny = rate.of(runs[g].len[2 * h + 1]);
     const K* x = run_samples + run_sample_first[g] + (h == 0 ? 0 : n0 + n1);
     return {x, nx, x + nx, ny};
   }
 };
 
-// The run samples of each group (sample_kernel): run k's key j * sample_every
+// The run samples of each group (sample_kernel): run k's key j * rate.every()
 // to run_sample_first[g] + (the samples of runs before k) + j, so that the
 // tiling searches these first (sampled_cut), as the sort's passes do.
 template <class K, class V>
@@ -151,7 +152,7 @@ struct runs_key_sampling {
       bool found = false;
 #pragma unroll
       for (int k = 0; k < 3; ++k) {  // selects, not a run-time index (local memory)
-        const index_t m = run_samples_of(r.len[k]);
+        const index_t m = groups.rate.of(r.len[k]);
         if (!found && j < m) {
           key = r.keys[k];
           found = true;
@@ -159,7 +160,7 @@ struct runs_key_sampling {
           j -= m;
         }
       }
-      return {key + j * sample_every};
+      return {key + (j << groups.rate.log2)};
     }
   };
   __device__ __forceinline__ samples view() const { return {groups, groups.run_sample_first[groups.count]}; }
@@ -168,7 +169,7 @@ struct runs_key_sampling {
 // The pair samples of each group (sample_kernel): for half h and j <
 // stride[g], the half's inner split at rank j * spacing (clamped to its
 // size), and its elements of ranks j * spacing and j * spacing - 1: of the
-// runs (spacing nv), or of their samples (spacing nv / sample_every). They
+// runs (spacing nv), or of their samples (spacing nv / rate.every()). They
 // start each tile's 4-way search inside one tile of each run.
 // 2 H100s, 2^29 int32: 4.1 ms without, 1.6 for lm::merge of two (docs/cuda-merge-sort.md)
 template <class K, class V>
@@ -229,7 +230,8 @@ struct runs_tiling {
                              {sample_keys + 2 * first, sample_keys + 2 * (first + stride)}, spacing};
     const four_runs<K, V>& r = groups.runs[t.g];
     if (run_samples != nullptr) {
-      return sampled_cut(r, groups.sample_runs(t.g, run_samples), t.local * (nv / sample_every), hs, comp);
+      return sampled_cut(r, groups.sample_runs(t.g, run_samples), t.local * (nv >> groups.rate.log2), hs, comp,
+                         groups.rate);
     }
     return halves_split(r.half(0), r.half(1), t.local * nv, comp, hs);
   }
@@ -304,14 +306,15 @@ struct run_group_job {
 
 // The next up to max_groups non-empty jobs from jobs[first] on (first moves
 // past them) as one launch's groups; spacing: the pair samples', in keys (nv)
-// or, sampled, in run samples. Returns the elements they hold.
+// or, sampled, in run samples (at rate). Returns the elements they hold.
 template <class K, class V>
 index_t next_groups(const std::vector<run_group_job<K, V>>& jobs, std::size_t& first, index_t nv, bool sampled,
-                    run_groups<K, V>& gs, const char* algorithm) {
-  const index_t spacing = sampled ? nv / sample_every : nv;
-  const auto size_of = [&](index_t len) { return sampled ? run_samples_of(len) : len; };
+                    sample_rate rate, run_groups<K, V>& gs, const char* algorithm) {
+  const index_t spacing = sampled ? nv >> rate.log2 : nv;
+  const auto size_of = [&](index_t len) { return sampled ? rate.of(len) : len; };
   index_t n = 0;
   gs = run_groups<K, V>{};
+  gs.rate = rate;
   for (; first < jobs.size() && gs.count < max_groups; ++first) {
     const four_runs<K, V>& r = jobs[first].runs;
     const index_t size = r.len[0] + r.len[1] + r.len[2] + r.len[3];
@@ -322,8 +325,8 @@ index_t next_groups(const std::vector<run_group_job<K, V>>& jobs, std::size_t& f
     const index_t half = std::max(size_of(r.len[0]) + size_of(r.len[1]), size_of(r.len[2]) + size_of(r.len[3]));
     gs.stride[g] = (half + spacing - 1) / spacing + 1;
     gs.sample_first[g + 1] = gs.sample_first[g] + 2 * gs.stride[g];
-    gs.run_sample_first[g + 1] = gs.run_sample_first[g] + run_samples_of(r.len[0]) + run_samples_of(r.len[1]) +
-                                 run_samples_of(r.len[2]) + run_samples_of(r.len[3]);
+    gs.run_sample_first[g + 1] =
+        gs.run_sample_first[g] + rate.of(r.len[0]) + rate.of(r.len[1]) + rate.of(r.len[2]) + rate.of(r.len[3]);
     const index_t tiles = gs.tile_first[g] + (size + nv - 1) / nv;
     if (tiles > max_grid_ctas / 32) throw_too_many_tiles(algorithm);
     gs.tile_first[g + 1] = static_cast<int>(tiles);
@@ -332,24 +335,36 @@ index_t next_groups(const std::vector<run_group_job<K, V>>& jobs, std::size_t& f
   return n;
 }
 
+// The k-way merge's run samples for tiles of nv keys: the sparsest spacing (a
+// power of two, at least the sort's) that leaves a tile tile_samples of them.
+// Sparser: fewer bytes read; denser: a shorter walk a tile (sampled_cut).
+inline sample_rate runs_sample_rate(index_t nv, int tile_samples) {
+  sample_rate r{5};
+  static_assert(sort_sample_rate::every() == 1 << 5, "the sort's spacing is the densest");
+  while (tile_samples > 0 && nv % (2 * r.every()) == 0 && nv / (2 * r.every()) >= tile_samples) ++r.log2;
+  return r;
+}
+
 // Merges each job's runs to keys_out + at (vals_out + at), stable in run
 // order, one 4-way pass with Box (the sort's 4-way pass box for these types)
 // for up to max_groups jobs at a time; scratch: run_groups_scratch<Box, K>(n)
-// bytes, n the most elements max_groups consecutive jobs hold. Tiles of whole
-// run samples and few bytes search the runs' samples first (sampled_cut), as
-// the sort's passes do (runs_sampled_tile_bytes: where that pays).
+// bytes, n the most elements max_groups consecutive jobs hold. Tiles of at
+// least runs_tile_samples run samples search those first (sampled_cut), as the
+// sort's passes do.
 template <class Box, class K, class V, bool WithValues, class Comp>
 void merge_groups(const std::vector<run_group_job<K, V>>& jobs, K* keys_out, V* vals_out, Comp comp,
                   unsigned char* scratch, cudaStream_t stream, const device_info& dev, const char* algorithm) {
   auto merge_kernel = pass_kernel<Box, 4, runs_pass<K, V, WithValues>, Comp>;
   prepare_shared_memory(merge_kernel, pass_layout<Box, K, V, WithValues>::bytes, dev, Box::nt, Box::vt, algorithm);
   const auto nv = static_cast<index_t>(Box::nv);
-  const bool sampled = partitions_on_samples(sample_every, nv) &&
-                       nv * static_cast<index_t>(sizeof(K)) <= entry_of(dev).sort.runs_sampled_tile_bytes;
-  const index_t spacing = sampled ? nv / sample_every : nv;
+  const int tile_samples = entry_of(dev).sort.runs_tile_samples;
+  const sample_rate rate = runs_sample_rate(nv, tile_samples);
+  const bool sampled = tile_samples > 0 && partitions_on_samples(rate.every(), nv, rate.every()) &&
+                       nv / rate.every() >= tile_samples;
+  const index_t spacing = sampled ? nv >> rate.log2 : nv;
   for (std::size_t first = 0; first < jobs.size();) {
     run_groups<K, V> gs;
-    const index_t n = next_groups(jobs, first, nv, sampled, gs, algorithm);
+    const index_t n = next_groups(jobs, first, nv, sampled, rate, gs, algorithm);
     if (gs.count == 0) continue;
     const run_groups_scratch<Box, K> s(n);
     auto* descs = reinterpret_cast<tile_desc<4>*>(scratch);

@@ -109,21 +109,22 @@ BOOST_AUTO_TEST_CASE(k_way_merges_match_the_serial_backend) {
   }
 }
 
-// A policy's launch boxes: tiles of whole run samples, 8 or more (64 x 5: the
-// tiling searches the run samples first, as the tuned boxes do), and fewer
-// (32 x 3: it searches the runs), each tile a few dozen run samples or none.
+// A policy's launch boxes: tiles that hold the entry's runs_tile_samples (20)
+// run samples at a spacing above the sort's (64 x 20: every 64th key, 20 a
+// tile; the tiling searches them first, as the tuned boxes do), and fewer
+// (64 x 5: 10 at the densest; it searches the runs).
 BOOST_AUTO_TEST_CASE(k_way_merges_with_the_policy_boxes) {
   std::mt19937_64 g(11);
-  const auto sampled = lm::cuda::par.with(lm::launch_boxes<lm::launch_box<64, 3>, lm::launch_box<64, 5>, 4>{});
-  const auto unsampled = lm::cuda::par.with(lm::launch_boxes<lm::launch_box<64, 3>, lm::launch_box<32, 3>, 4>{});
+  const auto sampled = lm::cuda::par.with(lm::launch_boxes<lm::launch_box<64, 3>, lm::launch_box<64, 20>, 4>{});
+  const auto unsampled = lm::cuda::par.with(lm::launch_boxes<lm::launch_box<64, 3>, lm::launch_box<64, 5>, 4>{});
   for (int k : {2, 3, 4, 7, 64}) {
     for (int shape = 0; shape < 2; ++shape) {
       const std::uint64_t span = shape == 0 ? (1ull << 40) : 5;
       const int max_len = (k >= 64 ? 5000 : 40000) / (cuda_test::quick() ? 10 : 1);
       const std::string what = "K=" + std::to_string(k) + " shape " + std::to_string(shape);
       auto runs = make_runs<std::int32_t>(g, k, max_len, span, false);
-      if (cuda_test::in_shard()) check_case(runs, lm::less<>(), what + " box 64x5", sampled);
-      if (cuda_test::in_shard()) check_case(runs, lm::less<>(), what + " box 32x3", unsampled);
+      if (cuda_test::in_shard()) check_case(runs, lm::less<>(), what + " box 64x20", sampled);
+      if (cuda_test::in_shard()) check_case(runs, lm::less<>(), what + " box 64x5", unsampled);
     }
   }
 }

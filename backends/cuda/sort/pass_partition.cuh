@@ -54,10 +54,10 @@ __device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
 // j * p - 1 (sample_keys[2i], [2i + 1]), so the partition's coarse search reads these small arrays alone.
 LIBMERGE_HOST_DEVICE inline index_t sample_stride(index_t width, index_t p) { return (2 * width + p - 1) / p + 1; }
 
-// A 4-way pass partitions on run samples when its runs and tiles start at multiples of sample_every (other
-// sorted-run widths search the runs) and its tiles hold 8 samples or more.
-LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv) {
-  return width % sample_every == 0 && nv % sample_every == 0 && nv >= 8 * sample_every;
+// A 4-way pass partitions on run samples (every `every` keys) when its runs and tiles start at multiples of
+// `every` (other sorted-run widths search the runs) and its tiles hold 8 samples or more.
+LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv, index_t every = sample_every) {
+  return width % every == 0 && nv % every == 0 && nv >= 8 * every;
 }
 
 // A 4-way pass's pair samples over runs of `width`: spacing (a tile in keys, or `sampled`, in run samples),
@@ -208,13 +208,14 @@ __device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K
 // the splitter (the last sample taken in the merge's order; ties: the later run) found in each other run
 // between its two samples: upper bound before the splitter's run, lower after (stable). Probes stay in range.
 // Runs: run_group (the sort's runs side by side) or four_runs (the k-way merge's, anywhere); sample j of
-// run k is run k's key j * sample_every.
-template <class Runs, class K, class Comp>
+// run k is run k's key j * every (rate).
+template <class Runs, class K, class Comp, class Rate = sort_sample_rate>
 __device__ __forceinline__ run_split<4> sampled_cut(const Runs& g, const Runs& sg, index_t d,
-                                                    const half_samples<K>& hs, Comp& comp) {
+                                                    const half_samples<K>& hs, Comp& comp, Rate rate = {}) {
   run_split<4> cut{{0, 0, 0, 0}};
   if (d == 0) return cut;
-  const index_t target = d * sample_every;
+  const auto every = rate.every();
+  const index_t target = d * every;
   const run_split<4> c = group_split(sg, d, comp, hs);
   int rs = -1;
   K x{};
@@ -231,11 +232,11 @@ __device__ __forceinline__ run_split<4> sampled_cut(const Runs& g, const Runs& s
   for (int r = 0; r < 4; ++r) {
     const index_t taken = c.s[r];
     if (r == rs) {
-      cut.s[r] = sample_every * (taken - 1) + 1;
+      cut.s[r] = every * (taken - 1) + 1;
     } else if (taken > 0) {
       const K* run = g.run(r);
-      const index_t hi = sample_every * taken < g.len[r] ? sample_every * taken : g.len[r];
-      const index_t lo = sample_every * (taken - 1) + 1 < hi ? sample_every * (taken - 1) + 1 : hi;
+      const index_t hi = every * taken < g.len[r] ? every * taken : g.len[r];
+      const index_t lo = every * (taken - 1) + 1 < hi ? every * (taken - 1) + 1 : hi;
       cut.s[r] = rank_in_run(run, lo, hi, x, r < rs, comp);
     }
   }
@@ -246,7 +247,7 @@ __device__ __forceinline__ run_split<4> sampled_cut(const Runs& g, const Runs& s
   index_t done = 0;
 #pragma unroll
   for (int r = 0; r < 4; ++r) done += cut.s[r];
-  for (index_t k = target - done < 4 * sample_every ? target - done : 4 * sample_every; k > 0;) {
+  for (index_t k = target - done < 4 * every ? target - done : 4 * every; k > 0;) {
     const index_t q = (k + 3) / 4;
     int pick = -1;
     index_t take = 0;

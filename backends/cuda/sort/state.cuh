@@ -196,6 +196,18 @@ inline constexpr int sample_every = 32;
 // The run samples of len keys (the last one's run may be shorter than sample_every).
 LIBMERGE_HOST_DEVICE inline index_t run_samples_of(index_t len) { return (len + sample_every - 1) / sample_every; }
 
+// Run samples every 2^log2 keys: the sort's every sample_every (its stores write them), the k-way merge's
+// every runs_sample_every (a read of the runs, so sparser: fewer bytes read, a longer walk a tile).
+struct sample_rate {
+  int log2;
+  LIBMERGE_HOST_DEVICE index_t every() const { return index_t{1} << log2; }
+  LIBMERGE_HOST_DEVICE index_t of(index_t len) const { return (len + every() - 1) >> log2; }
+};
+// The sort's, as a sample rate whose spacing is a constant (sampled_cut).
+struct sort_sample_rate {
+  static constexpr LIBMERGE_HOST_DEVICE int every() { return sample_every; }
+};
+
 // A thread's keys in blocked order, keys[i] at position first + i (i < count).
 template <int VT, class K>
 __device__ __forceinline__ void sample_blocked(const K (&keys)[VT], index_t first, int count, K* samples) {
