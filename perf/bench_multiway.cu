@@ -5,7 +5,10 @@
 // SortPairsCopy of the concatenation; and the device-to-device copy of the
 // same bytes (the ceiling: one read and one write of every element).
 //
-//   libmerge_multiway_bench [--log2 N] [--runs R] [--k K]... [--json FILE]
+//   libmerge_multiway_bench [--log2 N] [--runs R] [--k K]... [--json FILE] [--tune]
+//
+// --tune times lm with several 4-way pass boxes (a policy's launch_boxes)
+// instead of the peers.
 //
 // int32 keys (and int32 values), uniform random, 2^N in all (default 28)
 // split evenly over K = 4, 8, 64, 1024 (or the --k values) sorted ranges of one buffer. Cold L2
@@ -126,7 +129,8 @@ struct kway_case {
   const int* key(long long i) const { return thrust::raw_pointer_cast(keys.data()) + i; }
   const int* val(long long i) const { return Pairs ? thrust::raw_pointer_cast(vals.data()) + i : nullptr; }
 
-  void run_lm() {
+  template <class Policy = lm::cuda::policy<>>
+  void run_lm(const Policy& policy = lm::cuda::par) {
     std::vector<std::pair<const int*, const int*>> ranges;
     std::vector<const int*> v;
     for (int r = 0; r < k; ++r) {
@@ -134,10 +138,10 @@ struct kway_case {
       v.push_back(val(at[r]));
     }
     if constexpr (Pairs) {
-      lm::multiway_merge_by_key(lm::cuda::par.on(s), ranges.begin(), ranges.end(), v.begin(), out_k.begin(),
+      lm::multiway_merge_by_key(policy.on(s), ranges.begin(), ranges.end(), v.begin(), out_k.begin(),
                                 out_v.begin());
     } else {
-      lm::multiway_merge(lm::cuda::par.on(s), ranges.begin(), ranges.end(), out_k.begin());
+      lm::multiway_merge(policy.on(s), ranges.begin(), ranges.end(), out_k.begin());
     }
   }
   // Neighbours merged level by level (the lower range first: stable), the
@@ -232,20 +236,43 @@ void run_k(timer& t, long long n, int k, char* temp, std::size_t cap, std::vecto
   }
 }
 
+// lm with the default boxes and with a policy's 4-way pass box of each Box.
+template <bool Pairs, class... Boxes>
+void tune_k(timer& t, long long n, int k, char* temp, std::size_t cap, std::vector<row>& rows) {
+  kway_case<Pairs> c(n, k, t.s, temp, cap);
+  const char* type = Pairs ? "int32/int32" : "int32";
+  c.run_lm();
+  c.verify("lm");
+  auto one = [&](auto box) {
+    using B = decltype(box);
+    const auto policy = lm::cuda::par.with(lm::launch_boxes<lm::launch_box<64, 3>, B, 4>{});
+    c.run_lm(policy);
+    c.verify("lm tuned");
+    rows.push_back({"lm " + std::to_string(B::nt) + "x" + std::to_string(B::vt), type, k, n,
+                    t.median_ms([&] { c.run_lm(policy); })});
+  };
+  for (int round = 0; round < 2; ++round) {
+    rows.push_back({"lm::multiway_merge", type, k, n, t.median_ms([&] { c.run_lm(); })});
+    (one(Boxes{}), ...);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int log2n = 28, runs = 15;
   std::vector<int> ks;
   std::string json = "libmerge_multiway_bench.json";
+  bool tune = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--log2" && i + 1 < argc) log2n = std::atoi(argv[++i]);
     else if (a == "--runs" && i + 1 < argc) runs = std::atoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--k" && i + 1 < argc) ks.push_back(std::atoi(argv[++i]));
+    else if (a == "--tune") tune = true;
     else {
-      std::fprintf(stderr, "usage: libmerge_multiway_bench [--log2 N] [--runs R] [--k K]... [--json FILE]\n");
+      std::fprintf(stderr, "usage: libmerge_multiway_bench [--log2 N] [--runs R] [--k K]... [--json FILE] [--tune]\n");
       return 2;
     }
   }
@@ -270,6 +297,13 @@ int main(int argc, char** argv) {
     }
     for (int k : ks.empty() ? std::vector<int>{4, 8, 64, 1024} : ks) {
       std::fprintf(stderr, "K = %d\n", k);
+      if (tune) {
+        using lm::launch_box;
+        tune_k<false, launch_box<256, 23>, launch_box<512, 19>>(t, n, k, temp, cap, rows);
+        tune_k<true, launch_box<256, 9>, launch_box<512, 9>, launch_box<512, 7>, launch_box<256, 13>>(t, n, k, temp,
+                                                                                                   cap, rows);
+        continue;
+      }
       run_k<false>(t, n, k, temp, cap, rows);
       run_k<true>(t, n, k, temp, cap, rows);
     }
