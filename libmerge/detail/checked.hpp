@@ -175,13 +175,8 @@ void check_sort_comparator(const Policy& policy, It first, index_t n, const Comp
 }  // namespace detail
 }  // namespace libmerge
 
-// Outputs that share memory with an input or with each other: an
-// std::invalid_argument naming both, on every backend, before anything runs.
-// No algorithm has a defined result then (the GPU reads and writes tiles in
-// parallel; the CPU merge overwrites input it has not read yet), and a call
-// must not work on one backend and corrupt data on another. The check sees
-// pointers and std::vector / std::string iterators; the CUDA backend runs it
-// again on what Thrust's iterators unwrap to. Fancy iterators: the caller's.
+// ---------------------------------------------------------------------------
+// Arguments: iterator categories, range lengths, output types.
 namespace libmerge::detail {
 
 template <class It, class = void>
@@ -243,6 +238,15 @@ struct counting_values {
   LIBMERGE_HOST_DEVICE T operator[](index_t i) const { return static_cast<T>(start + i); }
   LIBMERGE_HOST_DEVICE counting_values operator+(index_t i) const { return {start + i}; }
 };
+
+// ---------------------------------------------------------------------------
+// Outputs that share memory with an input or with each other: an
+// std::invalid_argument naming both, on every backend, before anything runs.
+// No algorithm has a defined result then (the GPU reads and writes tiles in
+// parallel; the CPU merge overwrites input it has not read yet), and a call
+// must not work on one backend and corrupt data on another. The check sees
+// pointers and std::vector / std::string iterators; the CUDA backend runs it
+// again on what Thrust's iterators unwrap to. Fancy iterators: the caller's.
 
 // A range as the check sees it: its bytes, or none (memory it cannot see).
 struct byte_range {

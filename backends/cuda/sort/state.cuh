@@ -197,7 +197,7 @@ inline constexpr int sample_every = 32;
 LIBMERGE_HOST_DEVICE inline index_t run_samples_of(index_t len) { return (len + sample_every - 1) / sample_every; }
 
 // Run samples every 2^log2 keys: the sort's every sample_every (its stores write them), the k-way merge's
-// every runs_sample_every (a read of the runs, so sparser: fewer bytes read, a longer walk a tile).
+// as runs_sample_rate picks (a read of the runs, so sparser: fewer bytes read, a longer walk a tile).
 struct sample_rate {
   int log2;
   LIBMERGE_HOST_DEVICE index_t every() const { return index_t{1} << log2; }
