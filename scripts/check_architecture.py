@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CODE_DIRS = ["libmerge", "backends", "policies", "test", "perf", "scripts", "demo", "cmake"]
+CODE_DIRS = ["libmerge", "backends", "policies", "test", "perf", "scripts", "demo", "cmake", "python", "examples"]
 SUFFIXES = (".hpp", ".cuh", ".cu", ".cpp", ".h", ".md", ".py", ".sh", ".txt", ".json", ".cmake")
 # Words in code spans that are not the project's symbols: standard, CUDA,
 # CUB, Thrust and OpenMP names, shell words, environment variables.

@@ -1,0 +1,189 @@
+"""libmerge's Python functions on the GPU against PyTorch's, CuPy's and JAX's own (issue 61's table).
+
+    python3 perf/python/bench.py OUT.json [--quick]
+
+Each case times libmerge's default call (no options beyond the issue's) and
+each peer in the same run: CUDA events on the default stream around one call
+(JAX: the wall clock around the call and block_until_ready), after warm-up,
+the median of many runs, alternating two input sets larger than the L2
+cache; every output is checked against the peer's once. Small calls (2^10)
+are timed as a caller sees them: the wall clock over many calls, then one
+synchronize. Writes the rows as JSON; plot.py draws them.
+"""
+
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+import libmerge as lm
+
+QUICK = "--quick" in sys.argv
+RUNS = 5 if QUICK else 21
+
+
+def _jax():
+    try:
+        import jax
+        jax.config.update("jax_enable_x64", True)
+        return jax
+    except ImportError:
+        return None
+
+
+def _cupy():
+    try:
+        import cupy
+        return cupy
+    except ImportError:
+        return None
+
+
+def time_gpu(f, inputs):
+    """Median ms of f(*inputs[i % 2]) by CUDA events on the default stream (torch's and CuPy's)."""
+    for i in range(3):
+        f(*inputs[i % 2])
+    times = []
+    for i in range(RUNS):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        f(*inputs[i % 2])
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def time_wall(f, inputs, ready):
+    """Median ms of f(*inputs[i % 2]) by the wall clock, ready() waiting for the result (JAX)."""
+    for i in range(3):
+        ready(f(*inputs[i % 2]))
+    times = []
+    for i in range(RUNS):
+        t = time.perf_counter()
+        ready(f(*inputs[i % 2]))
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def time_small(f, args, sync, calls=2000):
+    """Mean µs a call of f(*args) takes, as a loop of calls sees it."""
+    for _ in range(50):
+        f(*args)
+    sync()
+    t = time.perf_counter()
+    for _ in range(calls):
+        f(*args)
+    sync()
+    return (time.perf_counter() - t) / calls * 1e6
+
+
+def sorted_int32(n, seed, hi=1 << 31):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.sort(torch.randint(-hi, hi - 1, (n,), device="cuda", dtype=torch.int32, generator=g)).values
+
+
+def check(name, got, want):
+    if not torch.equal(torch.as_tensor(got, device="cuda"), torch.as_tensor(want, device="cuda")):
+        raise SystemExit(f"bench: {name}: libmerge's result differs from the peer's")
+
+
+def rows_searchsorted(rows, cp, jax):
+    for log in (24, 27):
+        n = 1 << log
+        inputs = [(sorted_int32(n, 2 * s), sorted_int32(n, 2 * s + 1)) for s in range(2)]
+        a, v = inputs[0]
+        check("searchsorted", lm.searchsorted(a, v), torch.searchsorted(a, v))
+        case = f"searchsorted, sorted needles, |A| = |B| = 2^{log}, int32"
+        ours = time_gpu(lambda a, v: lm.searchsorted(a, v), inputs)
+        peer = time_gpu(lambda a, v: torch.searchsorted(a, v), inputs)
+        rows.append({"case": case, "libmerge_ms": ours, "peer": "torch.searchsorted", "peer_ms": peer})
+        told = time_gpu(lambda a, v: lm.searchsorted(a, v, sorted_needles=True), inputs)
+        rows.append({"case": case + " (sorted_needles=True: no look at v)", "libmerge_ms": told,
+                     "peer": "torch.searchsorted", "peer_ms": peer})
+        if cp is not None:
+            ci = [(cp.asarray(a), cp.asarray(v)) for a, v in inputs]
+            rows.append({"case": case, "libmerge_ms": ours, "peer": "cupy.searchsorted",
+                         "peer_ms": time_gpu(lambda a, v: cp.searchsorted(a, v), ci)})
+        if jax is not None:
+            ji = [(jax.dlpack.from_dlpack(a), jax.dlpack.from_dlpack(v)) for a, v in inputs]
+            ours_jax = time_wall(lambda a, v: lm.searchsorted(a, v), ji, lambda r: r.block_until_ready())
+            for method in ("scan", "scan_unrolled", "sort"):
+                f = jax.jit(lambda a, v, m=method: jax.numpy.searchsorted(a, v, method=m))
+                rows.append({"case": case + " (JAX arrays, wall clock)", "libmerge_ms": ours_jax,
+                             "peer": f"jnp.searchsorted(method='{method}')",
+                             "peer_ms": time_wall(f, ji, lambda r: r.block_until_ready())})
+
+
+def rows_merge(rows):
+    n = 1 << 27
+    inputs = [(sorted_int32(n, 10 + 2 * s), sorted_int32(n, 11 + 2 * s)) for s in range(2)]
+    a, b = inputs[0]
+    check("merge", lm.merge(a, b), torch.sort(torch.cat([a, b]), stable=True).values)
+    rows.append({"case": "merge of two sorted 2^27 int32 arrays", "libmerge_ms": time_gpu(lm.merge, inputs),
+                 "peer": "torch.sort(torch.cat(...), stable=True)",
+                 "peer_ms": time_gpu(lambda a, b: torch.sort(torch.cat([a, b]), stable=True), inputs)})
+
+
+def rows_lexsort(rows, cp):
+    n = 1 << 26
+    g = torch.Generator(device="cuda").manual_seed(5)
+    inputs = [tuple(torch.randint(0, 1 << 20, (n,), device="cuda", dtype=torch.int32, generator=g) for _ in range(2))
+              for _ in range(2)]
+    ours = time_gpu(lambda x, y: lm.lexsort([x, y]), inputs)
+    if cp is not None:
+        ci = [tuple(cp.asarray(c) for c in cols) for cols in inputs]
+        check("lexsort", lm.lexsort(list(ci[0])), cp.lexsort(cp.stack(ci[0])))
+        rows.append({"case": "lexsort of 2 int32 columns, 2^26 rows", "libmerge_ms": ours, "peer": "cupy.lexsort",
+                     "peer_ms": time_gpu(lambda x, y: cp.lexsort(cp.stack([x, y])), ci)})
+
+
+def rows_sort(rows):
+    n = 1 << 28
+    g = torch.Generator(device="cuda").manual_seed(6)
+    inputs = [(torch.randint(-(1 << 31), (1 << 31) - 1, (n,), device="cuda", dtype=torch.int32, generator=g),)
+              for _ in range(2)]
+    check("sort", lm.sort(inputs[0][0]), torch.sort(inputs[0][0], stable=True).values)
+    rows.append({"case": "sort, 2^28 random int32 (radix sorts both; not a target)", "libmerge_ms":
+                 time_gpu(lm.sort, inputs), "peer": "torch.sort(stable=True)",
+                 "peer_ms": time_gpu(lambda x: torch.sort(x, stable=True), inputs)})
+
+
+def rows_small(rows):
+    a, b = sorted_int32(1 << 10, 20), sorted_int32(1 << 10, 21)
+    x = torch.randint(0, 1000, (1 << 10,), device="cuda", dtype=torch.int32)
+    sync = torch.cuda.synchronize
+    for case, ours, peer, theirs in (
+            ("sort", lambda: lm.sort(x), "torch.sort(stable=True)", lambda: torch.sort(x, stable=True)),
+            ("searchsorted, sorted needles", lambda: lm.searchsorted(a, b), "torch.searchsorted",
+             lambda: torch.searchsorted(a, b)),
+            ("merge", lambda: lm.merge(a, b), "torch.sort(torch.cat(...), stable=True)",
+             lambda: torch.sort(torch.cat([a, b]), stable=True))):
+        rows.append({"case": f"{case}, 2^10 int32 (µs a call, wall clock)", "libmerge_ms": time_small(ours, (), sync) / 1e3,
+                     "peer": peer, "peer_ms": time_small(theirs, (), sync) / 1e3})
+
+
+def main():
+    out = sys.argv[1]
+    cp, jax = _cupy(), _jax()
+    rows = []
+    rows_searchsorted(rows, cp, jax)
+    rows_merge(rows)
+    rows_lexsort(rows, cp)
+    rows_sort(rows)
+    rows_small(rows)
+    for r in rows:
+        r["speedup"] = r["peer_ms"] / r["libmerge_ms"]
+        print(f"{r['case']:<70} {r['libmerge_ms']:9.4f} ms  {r['peer']:<42} {r['peer_ms']:9.4f} ms  "
+              f"{r['speedup']:5.2f}x", flush=True)
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "cupy": cp.__version__ if cp is not None else None, "jax": jax.__version__ if jax is not None else None,
+            "runs": RUNS}
+    with open(out, "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,436 @@
+"""Where a call runs: the CPU module on NumPy arrays, or the CUDA module on one GPU's arrays.
+
+Both backends give the functions of ``__init__.py`` the same operations (the
+modules' calls, and allocating, gathering and joining arrays), so that each
+function is written once. A GPU array is any framework's: PyTorch tensors,
+CuPy arrays and JAX arrays are read in place (their device pointers), and
+results come back as the caller's type, allocated by its framework (JAX: by
+libmerge, handed over through DLPack).
+"""
+
+import numpy as np
+
+from . import _cpu
+
+try:
+    from . import _cuda
+except ImportError:  # built without CUDA
+    _cuda = None
+
+# The dtype tags of python/src/dtypes.hpp (bfloat16, ml_dtypes', is found by name).
+TAGS = {
+    np.dtype(np.bool_): 0, np.dtype(np.int8): 1, np.dtype(np.int16): 2, np.dtype(np.int32): 3,
+    np.dtype(np.int64): 4, np.dtype(np.uint8): 5, np.dtype(np.uint16): 6, np.dtype(np.uint32): 7,
+    np.dtype(np.uint64): 8, np.dtype(np.float16): 9, np.dtype(np.float32): 11, np.dtype(np.float64): 12,
+}
+BFLOAT16 = 10
+_DLPACK_CUDA = 2
+_INT64 = np.dtype(np.int64)
+
+
+def tag(dtype, name):
+    if dtype in TAGS:
+        return TAGS[dtype]
+    if dtype.name == "bfloat16" and dtype.itemsize == 2:
+        return BFLOAT16
+    raise TypeError(f"libmerge: {name} has dtype {dtype}; libmerge takes bool, int8 to int64, uint8 to uint64, "
+                    "float16, bfloat16, float32 and float64")
+
+
+def _dlpack_type(dtype):
+    """(DLPack type code, bits) of a NumPy dtype: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool."""
+    if dtype.name == "bfloat16":
+        return 4, 16
+    return {"b": 6, "i": 0, "u": 1, "f": 2}[dtype.kind], dtype.itemsize * 8
+
+
+# ---------------------------------------------------------------------------
+# The CPU: NumPy arrays on the OpenMP backend.
+
+def _raw(a):
+    """What the CPU module gets: bfloat16 (which DLPack names, NumPy does not) as its bits."""
+    return a.view(np.uint16) if a.dtype.name == "bfloat16" else a
+
+
+class Host:
+    """NumPy arrays, the OpenMP backend."""
+
+    def array(self, x, name):
+        """x as a C-contiguous 1-D NumPy array of native byte order (a view where it already is one)."""
+        if not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
+            x = np.from_dlpack(x)
+        a = np.asarray(x)
+        if a.ndim != 1:
+            raise ValueError(f"libmerge: {name} must be 1-D, got an array of shape {a.shape}")
+        if a.dtype.byteorder not in "=|":
+            a = a.astype(a.dtype.newbyteorder("="))
+        tag(a.dtype, name)
+        return np.ascontiguousarray(a)
+
+    def values(self, x, name):
+        return np.asarray(x)
+
+    @staticmethod
+    def dtype(a):
+        return a.dtype
+
+    def astype(self, a, dtype):
+        return a.astype(dtype, copy=False)
+
+    def empty(self, like, n, dtype):
+        return np.empty(n, dtype=dtype)
+
+    def copy(self, a):
+        return a.copy()
+
+    def take(self, values, positions):
+        return values[positions]
+
+    def concat(self, arrays):
+        return np.concatenate(arrays)
+
+    def scatter(self, order, values):
+        out = np.empty_like(values)
+        out[order] = values
+        return out
+
+    def searchsorted(self, a, v, side):
+        return np.searchsorted(a, v, side=side).astype(np.int64, copy=False)
+
+    def sort(self, t, desc, keys):
+        _cpu.sort(t, desc, _raw(keys))
+
+    def argsort(self, t, desc, keys, indices):
+        _cpu.argsort(t, desc, _raw(keys), indices)
+
+    def sorted_until(self, t, desc, keys):
+        return _cpu.sorted_until(t, desc, _raw(keys))
+
+    def merge(self, t, desc, a, b, out, pos):
+        _cpu.merge(t, desc, _raw(a), _raw(b), _raw(out), pos)
+
+    def multiway_merge(self, t, desc, arrays, out, pos):
+        _cpu.multiway_merge(t, desc, [_raw(a) for a in arrays], _raw(out), pos)
+
+    def sorted_search(self, t, desc, upper, form, a, b, a_out, b_out):
+        _cpu.sorted_search(t, desc, upper, form, _raw(a), _raw(b), a_out, b_out)
+
+    def equality_count(self, t, desc, a, b, counts):
+        _cpu.equality_count(t, desc, _raw(a), _raw(b), counts)
+
+    def finish(self, *results):
+        return results[0] if len(results) == 1 else results
+
+
+HOST = Host()
+
+
+# ---------------------------------------------------------------------------
+# GPU arrays: each framework's calls for what the functions need.
+
+class _Torch:
+    name = "torch"
+
+    def __init__(self):
+        import torch
+        self.torch = torch
+        self.to_numpy = {torch.bool: np.bool_, torch.int8: np.int8, torch.int16: np.int16, torch.int32: np.int32,
+                         torch.int64: np.int64, torch.uint8: np.uint8, torch.float16: np.float16,
+                         torch.float32: np.float32, torch.float64: np.float64}
+        for n, t in (("uint16", np.uint16), ("uint32", np.uint32), ("uint64", np.uint64)):
+            if hasattr(torch, n):
+                self.to_numpy[getattr(torch, n)] = t
+        self.to_numpy = {k: np.dtype(v) for k, v in self.to_numpy.items()}
+        self.from_numpy = {v: k for k, v in self.to_numpy.items()}
+
+    def owns(self, x):
+        return isinstance(x, self.torch.Tensor)
+
+    def dtype(self, x):
+        if x.dtype == self.torch.bfloat16:
+            return _bfloat16()
+        if x.dtype not in self.to_numpy:
+            raise TypeError(f"libmerge: a tensor of dtype {x.dtype}")
+        return self.to_numpy[x.dtype]
+
+    def framework_dtype(self, dtype):
+        return self.torch.bfloat16 if dtype.name == "bfloat16" else self.from_numpy[dtype]
+
+    def contiguous(self, x):
+        return x.contiguous()
+
+    def pointer(self, x):
+        return x.data_ptr()
+
+    def device(self, x):
+        return x.device.index if x.is_cuda else None
+
+    def stream(self, device):
+        return self.torch.cuda.current_stream(device).cuda_stream
+
+    def empty(self, like, n, dtype):
+        return self.torch.empty(n, dtype=self.framework_dtype(dtype), device=like.device)
+
+    def astype(self, x, dtype):
+        return x.to(self.framework_dtype(dtype))
+
+    def concat(self, arrays):
+        return self.torch.cat(arrays)
+
+    def searchsorted(self, a, v, side):
+        return self.torch.searchsorted(a, v, side=side)
+
+    def scatter(self, order, values):
+        out = self.torch.empty_like(values)
+        out[order] = values
+        return out
+
+
+class _CuPy:
+    name = "cupy"
+
+    def __init__(self):
+        import cupy
+        self.cupy = cupy
+
+    def owns(self, x):
+        return isinstance(x, self.cupy.ndarray)
+
+    def dtype(self, x):
+        return x.dtype
+
+    def contiguous(self, x):
+        return self.cupy.ascontiguousarray(x)
+
+    def pointer(self, x):
+        return x.data.ptr
+
+    def device(self, x):
+        return x.device.id
+
+    def stream(self, device):
+        with self.cupy.cuda.Device(device):
+            return self.cupy.cuda.get_current_stream().ptr
+
+    def empty(self, like, n, dtype):
+        with like.device:
+            return self.cupy.empty(n, dtype=dtype)
+
+    def astype(self, x, dtype):
+        return x.astype(dtype)
+
+    def concat(self, arrays):
+        return self.cupy.concatenate(arrays)
+
+    def searchsorted(self, a, v, side):
+        return self.cupy.searchsorted(a, v, side=side).astype(np.int64)
+
+    def scatter(self, order, values):
+        out = self.cupy.empty_like(values)
+        out[order] = values
+        return out
+
+
+class _Jax:
+    """JAX arrays: immutable, so results are libmerge's allocations handed to JAX through DLPack. JAX has no
+    current stream: inputs are waited for, the work runs on the default stream, and the call waits for it."""
+    name = "jax"
+
+    def __init__(self):
+        import jax
+        import jax.numpy as jnp
+        self.jax, self.jnp = jax, jnp
+
+    def owns(self, x):
+        return isinstance(x, self.jax.Array)
+
+    def dtype(self, x):
+        return np.dtype(x.dtype)
+
+    def contiguous(self, x):
+        return x.block_until_ready()
+
+    def pointer(self, x):
+        return x.unsafe_buffer_pointer()
+
+    def device(self, x):
+        (d,) = x.devices()
+        return d.id if d.platform == "gpu" else None
+
+    def stream(self, device):
+        return 0
+
+    def empty(self, like, n, dtype):
+        code, bits = _dlpack_type(dtype)
+        raw, pointer = _cuda.empty(n, code, bits, self.device(like))
+        return _Pending(raw, pointer, n)
+
+    def adopt(self, raw):
+        return self.jax.dlpack.from_dlpack(raw)
+
+    def astype(self, x, dtype):
+        return x.astype(dtype)
+
+    def concat(self, arrays):
+        return self.jnp.concatenate(arrays)
+
+    def searchsorted(self, a, v, side):
+        return self.jnp.searchsorted(a, v, side=side).astype(np.int64)
+
+    def scatter(self, order, values):
+        return self.jnp.empty_like(values).at[order].set(values)
+
+
+class _Pending:
+    """A result libmerge allocated (nanobind's DLPack array and its pointer), the framework's once written."""
+
+    def __init__(self, raw, pointer, n):
+        self.raw, self.pointer, self.shape = raw, pointer, (n,)
+
+
+def _bfloat16():
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+_FRAMEWORKS = {}
+
+
+def _framework_of(x):
+    """The adapter for x's framework (None: x is no GPU framework's array)."""
+    module = type(x).__module__.split(".")[0]
+    if module in ("torch", "cupy", "jax", "jaxlib"):
+        key = "jax" if module == "jaxlib" else module
+        if key not in _FRAMEWORKS:
+            _FRAMEWORKS[key] = {"torch": _Torch, "cupy": _CuPy, "jax": _Jax}[key]()
+        f = _FRAMEWORKS[key]
+        return f if f.owns(x) else None
+    return None
+
+
+def _on_gpu(x):
+    """Whether x lives on a GPU (DLPack's CUDA device, or __cuda_array_interface__)."""
+    if hasattr(x, "__cuda_array_interface__"):
+        return True
+    if hasattr(x, "__dlpack_device__") and not isinstance(x, np.ndarray):
+        try:
+            return x.__dlpack_device__()[0] == _DLPACK_CUDA
+        except Exception:  # noqa: BLE001 (a framework's own refusal: not ours to report)
+            return False
+    return False
+
+
+def stream_handle(stream):
+    """A cudaStream_t as an integer, from an int or a framework's stream object."""
+    for attr in ("cuda_stream", "ptr"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    return int(stream)
+
+
+class Device:
+    """One GPU's arrays of one framework, the CUDA module, on one stream."""
+
+    def __init__(self, framework, device, stream):
+        if _cuda is None:
+            raise TypeError("libmerge: the arrays are on a GPU, and this build of libmerge has only its CPU module "
+                            "(pip install ./python where nvcc is found builds the CUDA module)")
+        self.f, self.device = framework, device
+        self.stream = framework.stream(device) if stream is None else stream_handle(stream)
+
+    def array(self, x, name):
+        f = _framework_of(x)
+        if f is not self.f:
+            raise TypeError(f"libmerge: {name} is a {type(x).__module__}.{type(x).__name__}, the other arrays "
+                            f"{self.f.name}'s on GPU {self.device}: give arrays of one framework")
+        if f.device(x) != self.device:
+            raise ValueError(f"libmerge: {name} is on device {f.device(x)}, the other arrays on GPU "
+                             f"{self.device}: give arrays of one GPU")
+        if len(x.shape) != 1:
+            raise ValueError(f"libmerge: {name} must be 1-D, got an array of shape {tuple(x.shape)}")
+        tag(f.dtype(x), name)
+        return f.contiguous(x)
+
+    def values(self, x, name):
+        if _framework_of(x) is not self.f:
+            raise TypeError(f"libmerge: {name} must be {self.f.name}'s array on the keys' GPU, like the keys")
+        return x
+
+    def dtype(self, a):
+        return self.f.dtype(a)
+
+    def astype(self, a, dtype):
+        return self.f.astype(a, dtype)
+
+    def empty(self, like, n, dtype):
+        return self.f.empty(like, n, np.dtype(dtype))
+
+    def copy(self, a):
+        out = self.empty(a, a.shape[0], self.dtype(a))
+        _cuda.copy(*self._head(), self._p(out), self._p(a), a.shape[0] * self.dtype(a).itemsize)
+        return out
+
+    def take(self, values, positions):
+        return self.f.contiguous(values[positions])  # (JAX: ready before a kernel of ours reads it)
+
+    def concat(self, arrays):
+        return self.f.concat(arrays)
+
+    def scatter(self, order, values):
+        return self.f.scatter(order, values)
+
+    def searchsorted(self, a, v, side):
+        return self.f.searchsorted(a, v, side)
+
+    def _p(self, a):
+        """An array's device pointer (0 for None)."""
+        if a is None:
+            return 0
+        return a.pointer if isinstance(a, _Pending) else self.f.pointer(a)
+
+    def _head(self):
+        return self.device, self.stream
+
+    def sort(self, t, desc, keys):
+        _cuda.sort(*self._head(), t, desc, self._p(keys), keys.shape[0])
+
+    def argsort(self, t, desc, keys, indices):
+        _cuda.argsort(*self._head(), t, desc, self._p(keys), keys.shape[0], self._p(indices))
+
+    def sorted_until(self, t, desc, keys):
+        return _cuda.sorted_until(*self._head(), t, desc, self._p(keys), keys.shape[0])
+
+    def merge(self, t, desc, a, b, out, pos):
+        _cuda.merge(*self._head(), t, desc, self._p(a), a.shape[0], self._p(b), b.shape[0], self._p(out),
+                    self._p(pos))
+
+    def multiway_merge(self, t, desc, arrays, out, pos):
+        _cuda.multiway_merge(*self._head(), t, desc, [self._p(a) for a in arrays], [a.shape[0] for a in arrays],
+                             self._p(out), self._p(pos))
+
+    def sorted_search(self, t, desc, upper, form, a, b, a_out, b_out):
+        _cuda.sorted_search(*self._head(), t, desc, upper, form, self._p(a), a.shape[0], self._p(b), b.shape[0],
+                            self._p(a_out), self._p(b_out))
+
+    def equality_count(self, t, desc, a, b, counts):
+        _cuda.equality_count(*self._head(), t, desc, self._p(a), a.shape[0], self._p(b), b.shape[0],
+                             self._p(counts))
+
+    def finish(self, *results):
+        """The results as the framework's arrays (JAX: once the stream has written them)."""
+        if any(isinstance(r, _Pending) for r in results):
+            _cuda.synchronize(*self._head())
+            results = tuple(self.f.adopt(r.raw) if isinstance(r, _Pending) else r for r in results)
+        return results[0] if len(results) == 1 else results
+
+
+def backend_of(arrays, stream=None):
+    """HOST, or the Device of the GPU arrays among `arrays` (the others must then be on that GPU too)."""
+    for x in arrays:
+        if _on_gpu(x):
+            f = _framework_of(x)
+            if f is None:
+                raise TypeError(f"libmerge: a {type(x).__module__}.{type(x).__name__} on a GPU: libmerge takes "
+                                "PyTorch, CuPy and JAX arrays there (cupy.asarray(x) wraps one without a copy)")
+            return Device(f, f.device(x), stream)
+    return HOST
