@@ -24,7 +24,7 @@ descending), -0.0 equal to 0.0. Sizes are 64-bit.
 
 import numpy as np
 
-from ._backends import backend_of, tag as _tag
+from ._backends import HOST, backend_of, tag as _tag
 
 __version__ = "0.2.0"
 __all__ = [
@@ -36,6 +36,8 @@ _SEARCH_RESULTS = ("index", "match", "index_match")
 _INDEX_BITS = 2 ** 63 - 1  # index_match's outputs: the index below bit 63, the match in it
 _A_INDEX, _A_INDEX_MATCH, _BOTH_INDEX_MATCH = 0, 1, 2
 _INT64 = np.dtype(np.int64)
+# searchsorted's needles on a GPU, below this many, are searched one at a time without a look at their order.
+_GPU_LOOK_FROM = 1 << 16
 
 
 def _common(be, arrays, names):
@@ -200,14 +202,15 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
 
     Needles in order (``sorted_needles=True``, or None and found so by one
     read of v) take the merge-path search: one pass over both arrays, the
-    library's fast path. Needles in no order are searched one at a time: the
+    library's fast path. On a GPU that read waits for its answer, so with
+    None fewer than 2^16 needles are not looked at but searched one at a time. Needles in no order are searched one at a time: the
     framework's binary search (NumPy's, PyTorch's, CuPy's, JAX's), or, for
     ``descending``, sorted, searched and put back in their order.
     """
     if side not in ("left", "right"):
         raise ValueError(f"libmerge.searchsorted: side must be 'left' or 'right', got {side!r}")
     be = backend_of([a, v], stream)
-    scalar = np.ndim(v) == 0 and be.__class__.__name__ == "Host"
+    scalar = np.ndim(v) == 0 and be is HOST
     a = be.array(a, "a")
     v = be.array(np.atleast_1d(v) if scalar else v, "v")
     a, v = _common(be, [a, v], ("a", "v"))
@@ -216,7 +219,12 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
         _check_sorted(be, a, "a", descending, "searchsorted")
         if sorted_needles:
             _check_sorted(be, v, "v", descending, "searchsorted")
-    in_order = sorted_needles if sorted_needles is not None else be.sorted_until(tag, bool(descending), v) == v.shape[0]
+    if sorted_needles is not None:
+        in_order = sorted_needles
+    elif be is not HOST and v.shape[0] < _GPU_LOOK_FROM:
+        in_order = False  # the look waits for the GPU: longer than searching so few needles one at a time
+    else:
+        in_order = be.sorted_until(tag, bool(descending), v) == v.shape[0]
     upper = side == "right"
     if in_order:
         out = _bounds(be, v, a, upper, _A_INDEX, descending)[0]

@@ -4,8 +4,8 @@ Both backends give the functions of ``__init__.py`` the same operations (the
 modules' calls, and allocating, gathering and joining arrays), so that each
 function is written once. A GPU array is any framework's: PyTorch tensors,
 CuPy arrays and JAX arrays are read in place (their device pointers), and
-results come back as the caller's type, allocated by its framework (JAX: by
-libmerge, handed over through DLPack).
+results come back as the caller's type, allocated by its framework (JAX's:
+by libmerge, handed over through DLPack).
 """
 
 import numpy as np
@@ -262,11 +262,8 @@ class _Jax:
 
     def empty(self, like, n, dtype):
         code, bits = _dlpack_type(dtype)
-        raw, pointer = _cuda.empty(n, code, bits, self.device(like))
-        return _Pending(raw, pointer, n)
-
-    def adopt(self, raw):
-        return self.jax.dlpack.from_dlpack(raw)
+        array, pointer = _cuda.empty_jax(n, code, bits, self.device(like))
+        return _Pending(array, pointer, n)
 
     def astype(self, x, dtype):
         return x.astype(dtype)
@@ -282,10 +279,10 @@ class _Jax:
 
 
 class _Pending:
-    """A result libmerge allocated (nanobind's DLPack array and its pointer), the framework's once written."""
+    """A JAX result libmerge allocated, and its pointer: the caller's once the stream has written it."""
 
-    def __init__(self, raw, pointer, n):
-        self.raw, self.pointer, self.shape = raw, pointer, (n,)
+    def __init__(self, array, pointer, n):
+        self.array, self.pointer, self.shape = array, pointer, (n,)
 
 
 def _bfloat16():
@@ -420,7 +417,7 @@ class Device:
         """The results as the framework's arrays (JAX: once the stream has written them)."""
         if any(isinstance(r, _Pending) for r in results):
             _cuda.synchronize(*self._head())
-            results = tuple(self.f.adopt(r.raw) if isinstance(r, _Pending) else r for r in results)
+            results = tuple(r.array if isinstance(r, _Pending) else r for r in results)
         return results[0] if len(results) == 1 else results
 
 

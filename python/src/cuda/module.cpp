@@ -60,10 +60,10 @@ void with_ops(int tag, F&& f) {
   lmpy::dispatch_tag(tag, [&](auto t) { f(lmpy::gpu::tagged<decltype(t)::value>{}); });
 }
 
-// An uninitialised 1-D device array, and its pointer, of n elements of a DLPack type, on the current device, freed when its
-// last holder lets go (for frameworks that allocate nothing for us: JAX, objects with only
-// __cuda_array_interface__). cudaMalloc and cudaFree: safe whatever stream the consumer reads on.
-nb::tuple empty(i64 n, int code, int bits, int device) {
+// An uninitialised 1-D JAX array of n elements of a DLPack type on `device`, and its pointer: JAX arrays
+// are immutable, so libmerge allocates their results and hands them over (nanobind's jax.dlpack import)
+// before writing them. cudaMalloc and cudaFree: safe whatever stream JAX reads on.
+nb::tuple empty_jax(i64 n, int code, int bits, int device) {
   on_device d(device);
   void* p = nullptr;
   const std::size_t bytes = static_cast<std::size_t>(n) * static_cast<std::size_t>(bits / 8);
@@ -71,7 +71,8 @@ nb::tuple empty(i64 n, int code, int bits, int device) {
   nb::capsule owner(p, [](void* q) noexcept { cudaFree(q); });
   const std::size_t shape[1] = {static_cast<std::size_t>(n)};
   const nb::dlpack::dtype type{static_cast<std::uint8_t>(code), static_cast<std::uint8_t>(bits), 1};
-  const nb::ndarray<nb::device::cuda> array(p, 1, shape, owner, nullptr, type, nb::device::cuda::value, device);
+  const nb::ndarray<nb::jax, nb::device::cuda> array(p, 1, shape, owner, nullptr, type, nb::device::cuda::value,
+                                                     device);
   return nb::make_tuple(array, reinterpret_cast<ptr>(p));
 }
 
@@ -103,7 +104,7 @@ NB_MODULE(_cuda, m) {
     on_device d(device);
     check(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s)), "cudaStreamSynchronize");
   }, release);
-  m.def("empty", &empty);
+  m.def("empty_jax", &empty_jax);
   m.def("copy", [](int device, stream_t s, ptr to, ptr from, std::size_t bytes) {
     if (bytes == 0) return;
     on_device d(device);
