@@ -163,7 +163,7 @@ def rows_small(rows):
              lambda: torch.searchsorted(a, b)),
             ("merge", lambda: lm.merge(a, b), "torch.sort(torch.cat(...), stable=True)",
              lambda: torch.sort(torch.cat([a, b]), stable=True))):
-        rows.append({"case": f"{case}, 2^10 int32 (µs a call, wall clock)", "libmerge_ms": time_small(ours, (), sync) / 1e3,
+        rows.append({"case": f"{case}, 2^10 int32 (a call, wall clock)", "libmerge_ms": time_small(ours, (), sync) / 1e3,
                      "peer": peer, "peer_ms": time_small(theirs, (), sync) / 1e3})
 
 

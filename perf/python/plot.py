@@ -13,7 +13,8 @@ def table(data):
              f"the median of {meta['runs']} runs.", "",
              "| case | libmerge (ms) | peer | peer (ms) | peer / libmerge |", "| --- | ---: | --- | ---: | ---: |"]
     for r in data["rows"]:
-        lines.append(f"| {r['case']} | {r['libmerge_ms']:.4f} | `{r['peer']}` | {r['peer_ms']:.4f} | "
+        case = r["case"].replace("|", "\\|")
+        lines.append(f"| {case} | {r['libmerge_ms']:.4f} | `{r['peer']}` | {r['peer_ms']:.4f} | "
                      f"{r['speedup']:.2f}x |")
     return "\n".join(lines) + "\n"
 
