@@ -25,7 +25,6 @@ TAGS = {
 }
 BFLOAT16 = 10
 _DLPACK_CUDA = 2
-_INT64 = np.dtype(np.int64)
 
 
 def tag(dtype, name):

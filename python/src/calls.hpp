@@ -38,6 +38,7 @@ struct calls {
 
   // The first position i with keys[i] before keys[i - 1], or n: the scan that checked calls make.
   static i64 sorted_until(const B& be, const void* keys, i64 n, Comp comp) {
+    if (n < 2) return n;
     using scan = lm::detail::impl_for<lm::algo::precondition, std::decay_t<decltype(be.policy())>>;
     return scan::sorted_until(be.policy(), static_cast<const T*>(keys), n, comp, "sorted_until", "a");
   }

@@ -16,7 +16,6 @@ void argsort(int tag, bool descending, void* keys, i64 n, i64* indices) {
 }
 
 i64 sorted_until(int tag, bool descending, const void* keys, i64 n) {
-  if (n < 2) return n;
   i64 at = n;
   with_type(tag, descending, [&](auto* t, auto comp) {
     at = calls<cpu_backend, std::remove_pointer_t<decltype(t)>, decltype(comp)>::sorted_until({}, keys, n, comp);

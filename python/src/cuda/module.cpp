@@ -92,14 +92,6 @@ NB_MODULE(_cuda, m) {
     int n = 0;
     return cudaGetDeviceCount(&n) == cudaSuccess ? n : (cudaGetLastError(), 0);
   });
-  m.def("device_of", [](ptr p) {
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, as<const void>(p)) != cudaSuccess) {
-      cudaGetLastError();
-      return -1;
-    }
-    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
-  });
   m.def("synchronize", [](int device, stream_t s) {
     on_device d(device);
     check(cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s)), "cudaStreamSynchronize");

@@ -89,7 +89,6 @@ void tagged<Tag>::argsort(bool descending, void* keys, i64 n, i64* indices, stre
 
 template <int Tag>
 i64 tagged<Tag>::sorted_until(bool descending, const void* keys, i64 n, stream_t s) {
-  if (n < 2) return n;
   i64 at = n;
   on_tag(descending, s, [&](auto ops, const auto& be, auto comp) { at = ops.sorted_until(be, keys, n, comp); });
   return at;
