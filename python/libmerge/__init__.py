@@ -24,7 +24,7 @@ descending), -0.0 equal to 0.0. Sizes are 64-bit.
 
 import numpy as np
 
-from ._backends import HOST, backend_of, tag as _tag
+from ._backends import HOST, _on_gpu, backend_of, tag as _tag
 
 __version__ = "0.2.0"
 __all__ = [
@@ -210,9 +210,13 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
     if side not in ("left", "right"):
         raise ValueError(f"libmerge.searchsorted: side must be 'left' or 'right', got {side!r}")
     be = backend_of([a, v], stream)
-    scalar = np.ndim(v) == 0 and be is HOST
+    scalar = np.ndim(v) == 0 and not _on_gpu(v)
     a = be.array(a, "a")
-    v = be.array(np.atleast_1d(v) if scalar else v, "v")
+    if scalar:  # NumPy's promotion of a scalar (weak: 5 leaves int32 keys int32, 2.5 makes them float64)
+        dtype = np.result_type(be.dtype(a), v)
+        v = be.array(np.full(1, v, dtype=dtype), "v") if be is HOST else be.scalar(v, a, dtype)
+    else:
+        v = be.array(v, "v")
     a, v = _common(be, [a, v], ("a", "v"))
     tag = _tag_of(be, a, "a")
     if checked:

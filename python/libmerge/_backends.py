@@ -173,6 +173,9 @@ class _Torch:
     def astype(self, x, dtype):
         return x.to(self.framework_dtype(dtype))
 
+    def full(self, like, n, value, dtype):
+        return self.torch.full((n,), value, dtype=self.framework_dtype(dtype), device=like.device)
+
     def concat(self, arrays):
         return self.torch.cat(arrays)
 
@@ -218,6 +221,10 @@ class _CuPy:
     def astype(self, x, dtype):
         return x.astype(dtype)
 
+    def full(self, like, n, value, dtype):
+        with like.device:
+            return self.cupy.full(n, value, dtype=dtype)
+
     def concat(self, arrays):
         return self.cupy.concatenate(arrays)
 
@@ -260,12 +267,19 @@ class _Jax:
         return 0
 
     def empty(self, like, n, dtype):
+        if self.jax.dtypes.canonicalize_dtype(dtype) != dtype:
+            raise TypeError(f"libmerge: this call returns {dtype} results, which JAX holds only with 64-bit types "
+                            "on: jax.config.update('jax_enable_x64', True)")
         code, bits = _dlpack_type(dtype)
         array, pointer = _cuda.empty_jax(n, code, bits, self.device(like))
         return _Pending(array, pointer, n)
 
     def astype(self, x, dtype):
         return x.astype(dtype)
+
+    def full(self, like, n, value, dtype):
+        (d,) = like.devices()
+        return self.jax.device_put(self.jnp.full((n,), value, dtype=dtype), d)
 
     def concat(self, arrays):
         return self.jnp.concatenate(arrays)
@@ -316,6 +330,21 @@ def _on_gpu(x):
     return False
 
 
+def _through_cupy(x):
+    """(CuPy's adapter, x as a CuPy array) for a GPU array of no framework libmerge knows."""
+    try:
+        f = _FRAMEWORKS.get("cupy") or _FRAMEWORKS.setdefault("cupy", _CuPy())
+    except ImportError:
+        raise TypeError(f"libmerge: a {type(x).__module__}.{type(x).__name__} on a GPU: libmerge takes PyTorch, "
+                        "CuPy and JAX arrays there, and other GPU arrays through CuPy, which is not "
+                        "installed") from None
+    try:
+        return f, (f.cupy.asarray(x) if hasattr(x, "__cuda_array_interface__") else f.cupy.from_dlpack(x))
+    except Exception as e:  # noqa: BLE001 (CuPy names what it cannot read)
+        raise TypeError(f"libmerge: a {type(x).__module__}.{type(x).__name__} on a GPU that CuPy cannot "
+                        f"read without a copy: {e}") from None
+
+
 def stream_handle(stream):
     """A cudaStream_t as an integer, from an int or a framework's stream object."""
     for attr in ("cuda_stream", "ptr"):
@@ -332,9 +361,18 @@ class Device:
             raise TypeError("libmerge: the arrays are on a GPU, and this build of libmerge has only its CPU module "
                             "(pip install ./python where nvcc is found builds the CUDA module)")
         self.f, self.device = framework, device
-        self.stream = framework.stream(device) if stream is None else stream_handle(stream)
+        self._stream = None if stream is None else stream_handle(stream)
+
+    @property
+    def stream(self):
+        """The call's stream, asked of the framework only when a kernel of ours runs (2^10 needles that go to
+        the framework's own search need none)."""
+        if self._stream is None:
+            self._stream = self.f.stream(self.device)
+        return self._stream
 
     def array(self, x, name):
+        x = self._adopt(x)
         f = _framework_of(x)
         if f is not self.f:
             raise TypeError(f"libmerge: {name} is a {type(x).__module__}.{type(x).__name__}, the other arrays "
@@ -348,9 +386,25 @@ class Device:
         return f.contiguous(x)
 
     def values(self, x, name):
+        x = self._adopt(x)
         if _framework_of(x) is not self.f:
             raise TypeError(f"libmerge: {name} must be {self.f.name}'s array on the keys' GPU, like the keys")
+        if self.f.device(x) != self.device:
+            raise ValueError(f"libmerge: {name} is on device {self.f.device(x)}, the keys on GPU {self.device}: "
+                             "give arrays of one GPU")
         return x
+
+    def _adopt(self, x):
+        """Another library's GPU array (Numba's, anything with __cuda_array_interface__ or CUDA DLPack) as a
+        CuPy array over the same memory, where this call runs on CuPy's arrays."""
+        if self.f.name == "cupy" and _framework_of(x) is None and _on_gpu(x):
+            cupy = self.f.cupy
+            return cupy.asarray(x) if hasattr(x, "__cuda_array_interface__") else cupy.from_dlpack(x)
+        return x
+
+    def scalar(self, value, like, dtype):
+        """A Python or NumPy scalar as a one-element array of like's framework and GPU."""
+        return self.f.full(like, 1, value, np.dtype(dtype))
 
     def dtype(self, a):
         return self.f.dtype(a)
@@ -426,7 +480,6 @@ def backend_of(arrays, stream=None):
         if _on_gpu(x):
             f = _framework_of(x)
             if f is None:
-                raise TypeError(f"libmerge: a {type(x).__module__}.{type(x).__name__} on a GPU: libmerge takes "
-                                "PyTorch, CuPy and JAX arrays there (cupy.asarray(x) wraps one without a copy)")
+                f, x = _through_cupy(x)
             return Device(f, f.device(x), stream)
     return HOST

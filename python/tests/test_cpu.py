@@ -136,6 +136,13 @@ def test_searchsorted_matches_numpy(dtype, side, needles):
     assert lm.searchsorted(a, v[3], side) == np.searchsorted(a, v[3], side)
 
 
+def test_searchsorted_scalar_needles_promote_as_numpy():
+    a = np.arange(0, 20, 2, dtype=np.int32)
+    for x in (7, 8, 7.5, -1, 100, np.float32(8.5)):
+        for side in ("left", "right"):
+            assert lm.searchsorted(a, x, side) == np.searchsorted(a, x, side), (x, side)
+
+
 def nan_less(p, q):
     """NumPy's order of floats: NaN after every number."""
     return (~np.isnan(p) & np.isnan(q)) | (p < q)

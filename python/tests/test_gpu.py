@@ -255,3 +255,50 @@ def test_bad_input_raises_naming_the_argument(fw):
         lm.searchsorted(g, g, side="middle")
     with pytest.raises(TypeError, match="complex"):
         lm.sort(to_gpu(fw, np.zeros(3, dtype=np.complex64)))
+
+
+@pytest.mark.parametrize("fw", FRAMEWORKS)
+def test_scalar_needles_search_a_gpu_array(fw):
+    a = np.arange(0, 20, 2, dtype=np.int32)
+    g = to_gpu(fw, a)
+    for x in (7, 8, 7.5, -1, 100):
+        for side in ("left", "right"):
+            got = lm.searchsorted(g, x, side)
+            assert int(to_host(fw, got)) == np.searchsorted(a, x, side), (x, side)
+
+
+class Foreign:
+    """A GPU array known only by __cuda_array_interface__ (as Numba's), over a CuPy array's memory."""
+
+    def __init__(self, x):
+        self.__cuda_array_interface__ = x.__cuda_array_interface__
+        self.keep = x
+
+
+def test_other_gpu_arrays_are_read_through_cupy_in_place():
+    if "cupy" not in FRAMEWORKS:
+        pytest.skip("needs CuPy")
+    cupy = _cupy()
+    x = keys(np.float32, 50_000, seed=3, distinct=1000)
+    gx = cupy.asarray(x)
+    got = lm.sort(Foreign(gx))
+    assert isinstance(got, cupy.ndarray)
+    np.testing.assert_array_equal(got.get(), np.sort(x, kind="stable"))
+    a = cupy.asarray(np.sort(x))
+    np.testing.assert_array_equal(lm.merge(Foreign(a), a).get(), np.sort(np.concatenate([x, x]), kind="stable"))
+    k, val = lm.sort_by_key(Foreign(gx), Foreign(cupy.arange(x.size)))
+    np.testing.assert_array_equal(val.get(), stable_order(x, False))
+
+
+def test_jax_without_64_bit_types_is_told_how_to_get_int64_results():
+    if "jax" not in FRAMEWORKS:
+        pytest.skip("needs JAX")
+    jax = _jax()
+    g = to_gpu("jax", np.array([3, 1, 2], dtype=np.int32))
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with pytest.raises(TypeError, match="jax_enable_x64"):
+            lm.argsort(g)
+        np.testing.assert_array_equal(np.asarray(lm.sort(g)), [1, 2, 3])
+    finally:
+        jax.config.update("jax_enable_x64", True)
