@@ -204,8 +204,9 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
     read of v) take the merge-path search: one pass over both arrays, the
     library's fast path. On a GPU that read waits for its answer, so with
     None fewer than 2^16 needles are not looked at but searched one at a time. Needles in no order are searched one at a time: the
-    framework's binary search (NumPy's, PyTorch's, CuPy's, JAX's), or, for
-    ``descending``, sorted, searched and put back in their order.
+    framework's binary search (NumPy's, PyTorch's on integers, CuPy's, JAX's),
+    or, for ``descending`` and PyTorch's floats (whose search puts NaN needles
+    after NaN keys), sorted, searched and put back in their order.
     """
     if side not in ("left", "right"):
         raise ValueError(f"libmerge.searchsorted: side must be 'left' or 'right', got {side!r}")
@@ -232,7 +233,7 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
     upper = side == "right"
     if in_order:
         out = _bounds(be, v, a, upper, _A_INDEX, descending)[0]
-    elif not descending:
+    elif not descending and be.searches_like_numpy(be.dtype(a)):
         out = be.searchsorted(a, v, side)
     else:
         keys, order = _sorted_with_indices(be, v, True)

@@ -96,6 +96,10 @@ class Host:
     def searchsorted(self, a, v, side):
         return np.searchsorted(a, v, side=side).astype(np.int64, copy=False)
 
+    @staticmethod
+    def searches_like_numpy(dtype):
+        return True
+
     def sort(self, t, desc, keys):
         _cpu.sort(t, desc, _raw(keys))
 
@@ -431,6 +435,10 @@ class Device:
 
     def searchsorted(self, a, v, side):
         return self.f.searchsorted(a, v, side)
+
+    def searches_like_numpy(self, dtype):
+        """Whether the framework's own search gives NumPy's bounds for keys of dtype (NaN last)."""
+        return self.f.name != "torch" or (dtype.kind != "f" and dtype.name != "bfloat16")
 
     def _p(self, a):
         """An array's device pointer (0 for None)."""
