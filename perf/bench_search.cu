@@ -707,13 +707,13 @@ void crossover_run(bench& bn, const dataset<K>& d, int i, int ratio) {
   if constexpr (O == op::lower_index) {
     cb::launch_search<Box, NeedleBox, lm::search_type::index, lm::search_type::none, cb::a_writes::search,
                       sm90<K>::interpolate_from>(
-        bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::match_counters{ca, cbp}, bn.counts,
+        bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::search_reports{ca, cbp}, bn.counts,
         cb::needle_rules{ratio, 0, 0, 0, 0}, lm::less<>{}, "sorted_search");
   } else {
     static_assert(O == op::equal_count, "crossover: lower_index or equal_count");
     cb::launch_search<Box, NeedleBox, lm::search_type::none, lm::search_type::none, cb::a_writes::equal_count,
                       sm90<K>::interpolate_from>(
-        bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::match_counters{nullptr, nullptr},
+        bn.lm_policy(), dev, d.a(i), d.na, d.b(i), d.nb, d.oa(i), nullptr, cb::search_reports{nullptr, nullptr},
         nullptr, cb::needle_rules{ratio, 0, 0, 0, 0}, lm::less<>{}, "sorted_equality_count");
   }
 }

@@ -76,7 +76,7 @@ needle_plan plan_needles(index_t needles, index_t hay_size, int quaternary_below
 template <class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom, bool ASide,
           class AIt, class BIt, class AOut, class BOut, class Comp>
 void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out, BOut b_out,
-                          match_counters counters, match_counts* counts, int quaternary_below, Comp comp,
+                          search_reports reports, match_counts* counts, int quaternary_below, Comp comp,
                           cudaStream_t stream, const char* algorithm) {
   const index_t needles = ASide ? na : nb;
   const index_t tiles = (needles + NeedleBox::nv - 1) / NeedleBox::nv;
@@ -97,11 +97,11 @@ void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, inde
     if constexpr (ASide) {
       launch(needle_search_kernel<NeedleBox, P, false, TypeA, AWrites, Index, AIt, BIt, AOut, Comp>, tiles,
              NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", a, na, b,
-             static_cast<Index>(nb), w, a_out, counters.a, zero, comp);
+             static_cast<Index>(nb), w, a_out, reports.a, zero, comp);
     } else {
       launch(needle_search_kernel<NeedleBox, P, true, TypeB, a_writes::search, Index, BIt, AIt, BOut, Comp>, tiles,
              NeedleBox::nt, 0, stream, false, dev, algorithm, "needle_search_kernel", b, nb, a,
-             static_cast<Index>(na), w, b_out, counters.b, zero, comp);
+             static_cast<Index>(na), w, b_out, reports.b, zero, comp);
     }
   };
   auto run_probe = [&](auto index) {
@@ -137,7 +137,7 @@ void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, inde
 template <class Box, search_type TypeA, search_type TypeB, a_writes AWrites, class Policy, class AIt, class BIt,
           class AOut, class BOut, class Comp>
 void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb,
-                        AOut a_out, BOut b_out, match_counters counters, match_counts* counts, Comp comp,
+                        AOut a_out, BOut b_out, search_reports reports, match_counts* counts, Comp comp,
                         const char* algorithm) {
   const cudaStream_t stream = policy.stream();
   using G = search_merge<AIt, BIt>;
@@ -158,7 +158,7 @@ void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, ind
   launch_partitions<bounds::lower>(g, Box::nv, num_tiles, mp, comp, stream, dev, algorithm, out_of_order);
   launch(kernel, num_tiles, Box::nt, smem, stream, true, dev, algorithm, "search_kernel", g,
          static_cast<const index_t*>(mp), static_cast<const unsigned char*>(out_of_order),
-         static_cast<int>(order_blocks), a_out, b_out, counters, zero, comp);
+         static_cast<int>(order_blocks), a_out, b_out, reports, zero, comp);
   if (debug_enabled()) {
     print_plan<Box>(dev, algorithm, "merge-path search",
                     kernel_arch(reinterpret_cast<const void*>(kernel), dev, algorithm),
@@ -180,7 +180,7 @@ struct needle_rules {
 template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom,
           class Policy, class AIt, class BIt, class AOut, class BOut, class Comp>
 void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
-                   BOut b_out, match_counters counters, match_counts* counts, needle_rules rules, Comp comp,
+                   BOut b_out, search_reports reports, match_counts* counts, needle_rules rules, Comp comp,
                    const char* algorithm) {
   constexpr bool a_side = writes_output(TypeA) || AWrites == a_writes::equal_count;
   constexpr bool b_side = writes_output(TypeB);
@@ -199,9 +199,9 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
     if (sparse_a || sparse_b) {
       const int quaternary_below = small ? INT_MAX : rules.quaternary_below;
       launch_needle_search<NeedleBox, TypeA, TypeB, AWrites, InterpolateFrom, a_side>(
-          dev, a, na, b, nb, a_out, b_out, counters, counts, quaternary_below, comp, policy.stream(), algorithm);
+          dev, a, na, b, nb, a_out, b_out, reports, counts, quaternary_below, comp, policy.stream(), algorithm);
     } else {
-      launch_tile_search<Box, TypeA, TypeB, AWrites>(policy, dev, a, na, b, nb, a_out, b_out, counters, counts, comp,
+      launch_tile_search<Box, TypeA, TypeB, AWrites>(policy, dev, a, na, b, nb, a_out, b_out, reports, counts, comp,
                                                      algorithm);
     }
   }
@@ -248,7 +248,7 @@ struct search_kernel_of {
 template <search_type TypeA, search_type TypeB, a_writes AWrites, class Policy, class AIt, class BIt, class AOut,
           class BOut, class Comp>
 void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
-                  BOut b_out, match_counters counters, match_counts* counts, Comp comp, const char* algorithm) {
+                  BOut b_out, search_reports reports, match_counts* counts, Comp comp, const char* algorithm) {
   using TA = value_of<AIt>;
   using TB = value_of<BIt>;
   static_assert(std::is_trivially_copyable_v<TA> && std::is_default_constructible_v<TA> &&
@@ -265,7 +265,7 @@ void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t n
                              decltype(small_hay_log2_bytes)::value, decltype(small_ratio)::value,
                              tuned ? decltype(small_needles_log2)::value : 0};
     launch_search<Dense, decltype(needle_box), TypeA, TypeB, AWrites, decltype(interpolate_from)::value>(
-        policy, dev, a, na, b, nb, a_out, b_out, counters, counts, rules, comp, algorithm);
+        policy, dev, a, na, b, nb, a_out, b_out, reports, counts, rules, comp, algorithm);
   };
   if constexpr (table::elem > max_element_bytes) {
     throw_element_too_large(algorithm, table::elem);
@@ -289,11 +289,13 @@ auto output_to_device(It it, index_t length, const device_info& dev, const char*
 // or nowhere (sorted_equality_count).
 enum class counts_to { caller, device_memory, nowhere };
 
-// Every public form ends here.
+// Every public form ends here. descents (device memory, may be null): set to 1 where a merge-path tile finds
+// A or B out of order, else 0; the per-needle search relies on the haystack's order alone and reads no needle's
+// neighbour (search_reports).
 template <bounds Bounds, search_type TypeA, search_type TypeB, a_writes AWrites, counts_to Counts, class Policy,
           class AIt, class BIt, class AOut, class BOut, class Comp>
 match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index_t nb, AOut a_out, BOut b_out,
-                           match_counts* counts, Comp comp) {
+                           match_counts* counts, Comp comp, unsigned* descents = nullptr) {
   const char* algorithm = AWrites == a_writes::equal_count ? "sorted_equality_count" : "sorted_search";
   const device_info& dev = current_device(algorithm, policy.stream());
   const auto d_a = to_device(a, na, dev, algorithm, "a_first");
@@ -319,16 +321,19 @@ match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index
   }
   auto* ca = d_counts ? reinterpret_cast<unsigned long long*>(&d_counts->a) : nullptr;
   auto* cb = d_counts ? reinterpret_cast<unsigned long long*>(&d_counts->b) : nullptr;
+  const cudaStream_t stream = policy.stream();
+  if (descents != nullptr) {
+    check_cuda(cudaMemsetAsync(descents, 0, sizeof(unsigned), stream), algorithm, "cudaMemsetAsync(descents)");
+  }
   if constexpr (Bounds == bounds::lower) {
-    search_lower<TypeA, TypeB, AWrites>(policy, dev, d_a, na, d_b, nb, d_a_out, d_b_out, match_counters{ca, cb},
-                                        d_counts, comp, algorithm);
+    search_lower<TypeA, TypeB, AWrites>(policy, dev, d_a, na, d_b, nb, d_a_out, d_b_out,
+                                        search_reports{ca, cb, descents}, d_counts, comp, algorithm);
   } else {
     // Upper bounds of A into B: the lower search of (B, A).
-    search_lower<TypeB, TypeA, AWrites>(policy, dev, d_b, nb, d_a, na, d_b_out, d_a_out, match_counters{cb, ca},
-                                        d_counts, comp, algorithm);
+    search_lower<TypeB, TypeA, AWrites>(policy, dev, d_b, nb, d_a, na, d_b_out, d_a_out,
+                                        search_reports{cb, ca, descents}, d_counts, comp, algorithm);
   }
   match_counts result{};
-  const cudaStream_t stream = policy.stream();
   if constexpr (Counts == counts_to::caller) {
     check_cuda(cudaMemcpyAsync(&result, d_counts, sizeof(match_counts), cudaMemcpyDeviceToHost, stream), algorithm,
                "cudaMemcpyAsync(match counts)");

@@ -200,10 +200,12 @@ def _bounds(be, needles, haystack, upper, form, descending, with_b=False):
 def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, checked=False, stream=None):
     """``numpy.searchsorted(a, v, side)``: where each of v goes in sorted a.
 
-    Needles in order (``sorted_needles=True``, or None and found so by one
-    read of v) take the merge-path search: one pass over both arrays, the
-    library's fast path. On a GPU that read waits for its answer, so with
-    None fewer than 2^16 needles are not looked at but searched one at a time. Needles in no order are searched one at a time: the
+    Needles in order (``sorted_needles=True``, or None and found so) take the
+    merge-path search: one pass over both arrays, the library's fast path.
+    With None, the CPU reads v first; a GPU runs the merge-path search, whose
+    tiles say whether they found v in order, and searches again one needle
+    at a time if not (fewer than 2^16 needles: one at a time, without waiting
+    for that answer). Needles in no order are searched one at a time: the
     framework's binary search (NumPy's, PyTorch's on integers, CuPy's, JAX's),
     or, for ``descending`` and PyTorch's floats (whose search puts NaN needles
     after NaN keys), sorted, searched and put back in their order.
@@ -224,15 +226,18 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
         _check_sorted(be, a, "a", descending, "searchsorted")
         if sorted_needles:
             _check_sorted(be, v, "v", descending, "searchsorted")
+    upper = side == "right"
+    out = None
     if sorted_needles is not None:
         in_order = sorted_needles
-    elif be is not HOST and v.shape[0] < _GPU_LOOK_FROM:
-        in_order = False  # the look waits for the GPU: longer than searching so few needles one at a time
-    else:
+    elif be is HOST:
         in_order = be.sorted_until(tag, bool(descending), v) == v.shape[0]
-    upper = side == "right"
+    elif v.shape[0] < _GPU_LOOK_FROM:
+        in_order = False  # the answer waits for the GPU: longer than searching so few needles one at a time
+    else:  # the merge-path search, whose tiles say whether they found the needles in order
+        out, in_order = be.search_if_sorted(tag, bool(descending), upper, v, a)
     if in_order:
-        out = _bounds(be, v, a, upper, _A_INDEX, descending)[0]
+        out = out if out is not None else _bounds(be, v, a, upper, _A_INDEX, descending)[0]
     elif not descending and be.searches_like_numpy(be.dtype(a)):
         out = be.searchsorted(a, v, side)
     else:

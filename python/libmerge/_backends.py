@@ -470,6 +470,13 @@ class Device:
         _cuda.sorted_search(*self._head(), t, desc, upper, form, self._p(a), a.shape[0], self._p(b), b.shape[0],
                             self._p(a_out), self._p(b_out))
 
+    def search_if_sorted(self, t, desc, upper, needles, haystack):
+        """(needles' int64 bounds in haystack, whether the search found both in order: else no bounds)."""
+        out = self.empty(needles, needles.shape[0], np.int64)
+        in_order = _cuda.search_if_sorted(*self._head(), t, desc, upper, self._p(needles), needles.shape[0],
+                                          self._p(haystack), haystack.shape[0], self._p(out))
+        return self.finish(out), in_order
+
     def equality_count(self, t, desc, a, b, counts):
         _cuda.equality_count(*self._head(), t, desc, self._p(a), a.shape[0], self._p(b), b.shape[0],
                              self._p(counts))

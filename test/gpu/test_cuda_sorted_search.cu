@@ -1175,6 +1175,71 @@ BOOST_AUTO_TEST_CASE(unsorted_input_and_a_bad_comparator_give_defined_output) {
   });
 }
 
+// The report of inputs out of order (Python's searchsorted reads it instead of looking at its needles
+// first): 0 for sorted inputs, whose bounds are right; 1 for a descent anywhere in either input, at the
+// ends and at tile boundaries of the merge-path search; 0 where few needles are searched one at a time,
+// which need no order among them, and whose bounds are then right all the same.
+BOOST_AUTO_TEST_CASE(search_reports_either_input_out_of_order) {
+  std::mt19937 rng(91);
+  const long long n = quick() ? 30000 : 3000000;
+  auto sorted_keys = [&](long long m) {
+    std::vector<int> v(m);
+    for (auto& x : v) x = static_cast<int>(rng() % (4 * m));
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  auto run = [&](const std::vector<int>& a, const std::vector<int>& b, bool upper, const std::string& what) {
+    thrust::device_vector<int> da = to_device(a), db = to_device(b);
+    thrust::device_vector<long long> out(a.size(), -1);
+    thrust::device_vector<unsigned> flag(1, 7u);
+    const int* pa = thrust::raw_pointer_cast(da.data());
+    const int* pb = thrust::raw_pointer_cast(db.data());
+    long long* po = thrust::raw_pointer_cast(out.data());
+    unsigned* pf = thrust::raw_pointer_cast(flag.data());
+    const auto na = static_cast<long long>(a.size()), nb = static_cast<long long>(b.size());
+    if (upper) {
+      internals::cuda::search_reporting_descents<bounds::upper>(pa, na, pb, nb, po, pf);
+    } else {
+      internals::cuda::search_reporting_descents<bounds::lower>(pa, na, pb, nb, po, pf);
+    }
+    BOOST_REQUIRE_MESSAGE(cudaDeviceSynchronize() == cudaSuccess, what << ": a CUDA error");
+    return std::make_pair(static_cast<unsigned>(flag[0]), to_host(out));
+  };
+  auto bounds_of = [](const std::vector<int>& a, const std::vector<int>& b, bool upper) {
+    std::vector<long long> r(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      r[i] = (upper ? std::upper_bound(b.begin(), b.end(), a[i]) : std::lower_bound(b.begin(), b.end(), a[i])) -
+             b.begin();
+    }
+    return r;
+  };
+  for (bool upper : {false, true}) {
+    const std::string side = upper ? "upper" : "lower";
+    const std::vector<int> a = sorted_keys(n), b = sorted_keys(n + 12345);
+    const auto [flag, got] = run(a, b, upper, side + ", sorted");
+    BOOST_TEST(flag == 0u, side << ", sorted: reported out of order");
+    BOOST_TEST((got == bounds_of(a, b, upper)), side << ", sorted: bounds differ from std::");
+    // One descent: at the ends, about the first tile's end (7936 keys a tile), and inside.
+    const long long nv = 7936;
+    for (long long at : {1ll, nv - 1, nv, nv + 1, n / 2, n - 1}) {
+      for (int side_of : {0, 1}) {
+        std::vector<int> x = side_of == 0 ? a : b;
+        std::swap(x[at - 1], x[at]);
+        if (x[at - 1] == x[at]) x[at - 1] = x[at] + 1;  // a real descent
+        const std::string what = side + ", a descent in " + (side_of == 0 ? "A" : "B") + " at " + std::to_string(at);
+        const auto r = side_of == 0 ? run(x, b, upper, what) : run(a, x, upper, what);
+        BOOST_TEST(r.first == 1u, what << ": not reported");
+      }
+    }
+    // Few needles in no order, searched one at a time: no report, right bounds.
+    std::vector<int> few = sorted_keys(40);
+    std::reverse(few.begin(), few.end());
+    const auto [few_flag, few_got] = run(few, b, upper, side + ", few needles");
+    BOOST_TEST(few_flag == 0u, side << ", few needles in no order: reported");
+    BOOST_TEST((few_got == bounds_of(few, b, upper)), side << ", few needles: bounds differ from std::");
+  }
+}
+
 // Fancy iterators: counting and transform iterators as needles or haystack,
 // a discard iterator and nullptr for an output whose type is none.
 struct times_three {

@@ -80,8 +80,18 @@ using cb::a_writes;
 using cb::box_interpolates_from;
 using cb::box_probes_4ary;
 using cb::launch_search;
-using cb::match_counters;
+using cb::search_reports;
 using cb::needle_rules;
+
+// The search's report of either input out of order (search_reports::descents), by which Python's
+// searchsorted searches needles whose order it does not know.
+template <libmerge::bounds Bounds, class T>
+void search_reporting_descents(const T* a, long long na, const T* b, long long nb, long long* a_out,
+                               unsigned* descents) {
+  cb::sorted_search<Bounds, libmerge::search_type::index, libmerge::search_type::none, cb::a_writes::search,
+                    cb::counts_to::nowhere>(libmerge::cuda::par, a, na, b, nb, a_out, nullptr, nullptr,
+                                            libmerge::less<>(), descents);
+}
 
 // The merge sort's plan for a call of lm::cuda::par (tuned boxes) on n keys,
 // from the backend's host-side planning (with_tuned_boxes, with_sort_boxes,

@@ -48,10 +48,14 @@ struct search_merge {
 // (sorted_equality_count) the number of equal elements in B.
 enum class a_writes { search, equal_count };
 
-// Counters of matched elements of A and of B, in device memory.
-struct match_counters {
+// What a search reports in device memory besides its outputs: the matched
+// elements of A and of B, and (where `descents` is given) whether a tile found
+// A or B out of order, so that a caller unsure of its input's order need not
+// read it first (Python's searchsorted).
+struct search_reports {
   unsigned long long* a;
   unsigned long long* b;
+  unsigned* descents = nullptr;
 };
 
 // Search tile's shared memory: A's halo, A, B (aligned), B's halo; then, unless
@@ -151,14 +155,14 @@ __device__ index_t upper_bound_from(Hay hay, index_t from, index_t n, const T& x
 
 // One atomic a counter a tile; both sums fit 16 bits (tiles <= 65535), one BlockReduce.
 template <int NT, bool CountA, bool CountB>
-__device__ __forceinline__ void add_matches(unsigned matches_a, unsigned matches_b, match_counters counters, int tid) {
+__device__ __forceinline__ void add_matches(unsigned matches_a, unsigned matches_b, search_reports reports, int tid) {
   if constexpr (CountA || CountB) {
     using reduce = cub::BlockReduce<unsigned, NT>;
     __shared__ typename reduce::TempStorage storage;
     const unsigned total = reduce(storage).Sum(matches_a | (matches_b << 16));
     if (tid == 0) {
-      if (CountA && (total & 0xffff) != 0) atomicAdd(counters.a, static_cast<unsigned long long>(total & 0xffff));
-      if (CountB && (total >> 16) != 0) atomicAdd(counters.b, static_cast<unsigned long long>(total >> 16));
+      if (CountA && (total & 0xffff) != 0) atomicAdd(reports.a, static_cast<unsigned long long>(total & 0xffff));
+      if (CountB && (total >> 16) != 0) atomicAdd(reports.b, static_cast<unsigned long long>(total >> 16));
     }
   }
 }
@@ -182,7 +186,7 @@ template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes A
 __device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& g, const tile_range& r,
                                                   const value_of<AIt>* as, int na, const value_of<BIt>* bs, int nb,
                                                   int count, int b_valid, const Slots& results, AOut a_out,
-                                                  BOut b_out, match_counters counters, Comp& comp, int tid) {
+                                                  BOut b_out, search_reports reports, Comp& comp, int tid) {
   using TB = value_of<BIt>;
   constexpr bool a_writes_any = writes_output(TypeA) || AWrites == a_writes::equal_count;
   unsigned matches_a = 0, matches_b = 0;
@@ -221,7 +225,7 @@ __device__ __forceinline__ void store_search_tile(const search_merge<AIt, BIt>& 
       matches_b += m;
     }
   }
-  add_matches<Box::nt, writes_match(TypeA), writes_match(TypeB)>(matches_a, matches_b, counters, tid);
+  add_matches<Box::nt, writes_match(TypeA), writes_match(TypeB)>(matches_a, matches_b, reports, tid);
 }
 
 // Loaders of a search tile: A at as[0] (halo as[-1]), B at bs[0] (halo bs[nb]);
@@ -252,6 +256,30 @@ struct bulk_search_loader {
     loader.wait();
   }
 };
+
+// Where the caller asks (reports.descents), 1 there if the tile's A or B descends between neighbours (the
+// first against the element before the tile): read from shared memory before the walk overwrites it.
+template <class Box, class AIt, class BIt, class Comp>
+__device__ __forceinline__ void report_descents(const search_merge<AIt, BIt>& g, const tile_range& r,
+                                                const value_of<AIt>* as, int na, const value_of<BIt>* bs, int count,
+                                                unsigned* descents, Comp& comp, int tid) {
+  using TA = value_of<AIt>;
+  using TB = value_of<BIt>;
+  if constexpr (std::is_invocable_r_v<bool, Comp&, const TA&, const TA&> &&
+                std::is_invocable_r_v<bool, Comp&, const TB&, const TB&>) {
+    if (descents == nullptr) return;  // the same for the whole grid
+    bool descends = false;
+    for (int j = tid; j < count; j += Box::nt) {
+      if (j < na) {
+        descends |= j > 0 ? comp(as[j], as[j - 1]) : r.a0 > 0 && comp(as[0], static_cast<TA>(g.a_keys[r.a0 - 1]));
+      } else {
+        const int k = j - na;
+        descends |= k > 0 ? comp(bs[k], bs[k - 1]) : r.b0 > 0 && comp(bs[0], static_cast<TB>(g.b_keys[r.b0 - 1]));
+      }
+    }
+    if (__syncthreads_or(descends) && tid == 0) atomicOr(descents, 1u);
+  }
+}
 
 // The tile's merge walk (A first on ties): A's element records its bound in B
 // (and match_flag), B's its bound in A. Each walk ends where the next thread
@@ -314,7 +342,7 @@ __device__ __forceinline__ void walk_search_tile(const TA* as, TB* bs, int na, i
 template <class Box, bool Full, search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt,
           class AOut, class BOut, class Comp>
 __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, const tile_range& r, bool ordered,
-                                            unsigned char* smem, AOut a_out, BOut b_out, match_counters counters,
+                                            unsigned char* smem, AOut a_out, BOut b_out, search_reports reports,
                                             Comp& comp) {
   using TA = value_of<AIt>;
   using TB = value_of<BIt>;
@@ -338,8 +366,10 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
   if (!ordered) {
     const result_slots<TA, TB, in_keys> results{as, bs, results_array, na};
     for (int j = tid; j < count; j += Box::nt) results[j] = 0;
+    if (reports.descents != nullptr && tid == 0) atomicOr(reports.descents, 1u);
   } else {
     loader::template load<Box, Full, layout>(g, r, na, nb, count, halo_a, halo_b, smem, as, bs, tid);
+    report_descents<Box>(g, r, as, na, bs, count, reports.descents, comp, tid);
     walk_search_tile<Box, Full, TypeA, TypeB, AWrites>(as, bs, na, nb, count, b_valid, halo_a,
                                                        result_slots<TA, TB, in_keys>{as, bs, results_array, na}, comp,
                                                        tid);
@@ -347,7 +377,7 @@ __device__ __forceinline__ void search_tile(const search_merge<AIt, BIt>& g, con
   __syncthreads();
   store_search_tile<Box, Full, TypeA, TypeB, AWrites>(g, r, as, na, bs, nb, count, b_valid,
                                                       result_slots<TA, TB, in_keys>{as, bs, results_array, na},
-                                                      a_out, b_out, counters, comp, tid);
+                                                      a_out, b_out, reports, comp, tid);
 }
 
 // CTAs an SM for the register budget, tiles up to 512 threads.
@@ -358,7 +388,7 @@ template <class Box, search_type TypeA, search_type TypeB, a_writes AWrites, cla
           class BOut, class Comp>
 __global__ void __launch_bounds__(Box::nt, search_ctas_per_sm<Box>)
     search_kernel(search_merge<AIt, BIt> g, const index_t* mp, const unsigned char* out_of_order, int order_blocks,
-                  AOut a_out, BOut b_out, match_counters counters, match_counts* zero, Comp comp) {
+                  AOut a_out, BOut b_out, search_reports reports, match_counts* zero, Comp comp) {
   extern __shared__ __align__(16) unsigned char smem[];
   wait_for_prerequisite_grid();  // the partitions are complete from here on
   const index_t tile = blockIdx.x;
@@ -379,9 +409,9 @@ __global__ void __launch_bounds__(Box::nt, search_ctas_per_sm<Box>)
     r.b1 = d1 - r.a1;
   }
   if (r.count() == Box::nv) {
-    search_tile<Box, true, TypeA, TypeB, AWrites>(g, r, ordered, smem, a_out, b_out, counters, comp);
+    search_tile<Box, true, TypeA, TypeB, AWrites>(g, r, ordered, smem, a_out, b_out, reports, comp);
   } else {
-    search_tile<Box, false, TypeA, TypeB, AWrites>(g, r, ordered, smem, a_out, b_out, counters, comp);
+    search_tile<Box, false, TypeA, TypeB, AWrites>(g, r, ordered, smem, a_out, b_out, reports, comp);
   }
 }
 

@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(Box::nt)
       out[j] = encode_search_result<Type, out_value_t<Out>>(p[k], m);
     }
   }
-  add_matches<Box::nt, writes_match(Type), false>(found, 0, match_counters{matches, nullptr}, tid);
+  add_matches<Box::nt, writes_match(Type), false>(found, 0, search_reports{matches, nullptr}, tid);
 }
 
 }  // namespace libmerge::detail::cuda_backend
