@@ -324,6 +324,9 @@ def _framework_of(x):
 
 def _on_gpu(x):
     """Whether x lives on a GPU (DLPack's CUDA device, or __cuda_array_interface__)."""
+    f = _framework_of(x)
+    if f is not None:  # (hasattr would build a tensor's __cuda_array_interface__: microseconds a call)
+        return f.device(x) is not None
     if hasattr(x, "__cuda_array_interface__"):
         return True
     if hasattr(x, "__dlpack_device__") and not isinstance(x, np.ndarray):
