@@ -24,7 +24,7 @@ descending), -0.0 equal to 0.0. Sizes are 64-bit.
 
 import numpy as np
 
-from ._backends import HOST, _on_gpu, backend_of, tag as _tag
+from ._backends import HOST, _on_gpu, backend_of, framework_of, tag as _tag
 
 __version__ = "0.2.0"
 __all__ = [
@@ -212,6 +212,11 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
     """
     if side not in ("left", "right"):
         raise ValueError(f"libmerge.searchsorted: side must be 'left' or 'right', got {side!r}")
+    if sorted_needles is None and not (descending or checked) and stream is None:
+        f = framework_of(a)
+        out = f.small_search(a, v, side, _GPU_LOOK_FROM) if f is not None else None
+        if out is not None:  # few needles on a GPU: the framework's call, without libmerge's checks around it
+            return out
     be = backend_of([a, v], stream)
     scalar = np.ndim(v) == 0 and not _on_gpu(v)
     a = be.array(a, "a")

@@ -145,6 +145,7 @@ class _Torch:
                 self.to_numpy[getattr(torch, n)] = t
         self.to_numpy = {k: np.dtype(v) for k, v in self.to_numpy.items()}
         self.from_numpy = {v: k for k, v in self.to_numpy.items()}
+        self.searchable = {torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8}
 
     def owns(self, x):
         return isinstance(x, self.torch.Tensor)
@@ -185,6 +186,17 @@ class _Torch:
 
     def searchsorted(self, a, v, side):
         return self.torch.searchsorted(a, v, side=side)
+
+    def small_search(self, a, v, side, below):
+        """torch.searchsorted(a, v) where it is what libmerge would call after its checks (fewer than `below`
+        integer needles of a's dtype, both 1-D, contiguous, on a's GPU), else None: a call of a few
+        microseconds, which those checks would double."""
+        t = self.torch
+        if (isinstance(v, t.Tensor) and a.is_cuda and a.dtype == v.dtype and a.dtype in self.searchable
+                and a.dim() == 1 and v.dim() == 1 and v.numel() < below and a.device == v.device
+                and a.is_contiguous() and v.is_contiguous()):
+            return t.searchsorted(a, v, side=side)
+        return None
 
     def scatter(self, order, values):
         out = self.torch.empty_like(values)
@@ -234,6 +246,14 @@ class _CuPy:
 
     def searchsorted(self, a, v, side):
         return self.cupy.searchsorted(a, v, side=side).astype(np.int64)
+
+    def small_search(self, a, v, side, below):
+        """As _Torch.small_search: cupy.searchsorted for few needles of a's dtype on a's GPU (NaN last too)."""
+        cp = self.cupy
+        if (isinstance(v, cp.ndarray) and a.dtype == v.dtype and a.dtype.kind in "iuf" and a.ndim == 1
+                and v.ndim == 1 and v.size < below and a.device == v.device and a.device == cp.cuda.Device()):
+            return self.searchsorted(a, v, side)
+        return None
 
     def scatter(self, order, values):
         out = self.cupy.empty_like(values)
@@ -291,6 +311,9 @@ class _Jax:
     def searchsorted(self, a, v, side):
         return self.jnp.searchsorted(a, v, side=side).astype(np.int64)
 
+    def small_search(self, a, v, side, below):
+        return None
+
     def scatter(self, order, values):
         return self.jnp.empty_like(values).at[order].set(values)
 
@@ -310,7 +333,7 @@ def _bfloat16():
 _FRAMEWORKS = {}
 
 
-def _framework_of(x):
+def framework_of(x):
     """The adapter for x's framework (None: x is no GPU framework's array)."""
     module = type(x).__module__.split(".")[0]
     if module in ("torch", "cupy", "jax", "jaxlib"):
@@ -324,7 +347,7 @@ def _framework_of(x):
 
 def _on_gpu(x):
     """Whether x lives on a GPU (DLPack's CUDA device, or __cuda_array_interface__)."""
-    f = _framework_of(x)
+    f = framework_of(x)
     if f is not None:  # (hasattr would build a tensor's __cuda_array_interface__: microseconds a call)
         return f.device(x) is not None
     if hasattr(x, "__cuda_array_interface__"):
@@ -380,7 +403,7 @@ class Device:
 
     def array(self, x, name):
         x = self._adopt(x)
-        f = _framework_of(x)
+        f = framework_of(x)
         if f is not self.f:
             raise TypeError(f"libmerge: {name} is a {type(x).__module__}.{type(x).__name__}, the other arrays "
                             f"{self.f.name}'s on GPU {self.device}: give arrays of one framework")
@@ -394,7 +417,7 @@ class Device:
 
     def values(self, x, name):
         x = self._adopt(x)
-        if _framework_of(x) is not self.f:
+        if framework_of(x) is not self.f:
             raise TypeError(f"libmerge: {name} must be {self.f.name}'s array on the keys' GPU, like the keys")
         if self.f.device(x) != self.device:
             raise ValueError(f"libmerge: {name} is on device {self.f.device(x)}, the keys on GPU {self.device}: "
@@ -404,7 +427,7 @@ class Device:
     def _adopt(self, x):
         """Another library's GPU array (Numba's, anything with __cuda_array_interface__ or CUDA DLPack) as a
         CuPy array over the same memory, where this call runs on CuPy's arrays."""
-        if self.f.name == "cupy" and _framework_of(x) is None and _on_gpu(x):
+        if self.f.name == "cupy" and framework_of(x) is None and _on_gpu(x):
             cupy = self.f.cupy
             return cupy.asarray(x) if hasattr(x, "__cuda_array_interface__") else cupy.from_dlpack(x)
         return x
@@ -496,7 +519,7 @@ def backend_of(arrays, stream=None):
     """HOST, or the Device of the GPU arrays among `arrays` (the others must then be on that GPU too)."""
     for x in arrays:
         if _on_gpu(x):
-            f = _framework_of(x)
+            f = framework_of(x)
             if f is None:
                 f, x = _through_cupy(x)
             return Device(f, f.device(x), stream)

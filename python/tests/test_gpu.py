@@ -302,3 +302,14 @@ def test_jax_without_64_bit_types_is_told_how_to_get_int64_results():
         np.testing.assert_array_equal(np.asarray(lm.sort(g)), [1, 2, 3])
     finally:
         jax.config.update("jax_enable_x64", True)
+
+
+@pytest.mark.parametrize("fw", FRAMEWORKS)
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.float32, np.float64])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_few_needles_in_any_order_match_numpy(fw, dtype, side):
+    a = np.sort(keys(dtype, 5000, seed=21, distinct=200), kind="stable")
+    for v in (keys(dtype, 1000, seed=22, distinct=250), np.sort(keys(dtype, 3000, seed=23, distinct=250))):
+        got = lm.searchsorted(to_gpu(fw, a), to_gpu(fw, v), side)
+        assert is_fw_array(fw, got)
+        np.testing.assert_array_equal(to_host(fw, got), np.searchsorted(a, v, side))
