@@ -243,11 +243,11 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
         out, in_order = be.search_if_sorted(tag, bool(descending), upper, v, a)
     if in_order:
         out = out if out is not None else _bounds(be, v, a, upper, _A_INDEX, descending)[0]
-    elif not descending and be.searches_like_numpy(be.dtype(a)):
+    elif not descending and be.framework_searches(a):
         out = be.searchsorted(a, v, side)
     else:
-        keys, order = _sorted_with_indices(be, v, True)
-        out = be.scatter(order, _bounds(be, keys, a, upper, _A_INDEX, True)[0])
+        keys, order = _sorted_with_indices(be, v, descending)
+        out = be.scatter(order, _bounds(be, keys, a, upper, _A_INDEX, descending)[0])
     return out[0] if scalar else out
 
 

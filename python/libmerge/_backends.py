@@ -25,6 +25,7 @@ TAGS = {
 }
 BFLOAT16 = 10
 _DLPACK_CUDA = 2
+_SMALL_HAYSTACK = (1 << 31) - 1  # the frameworks' own searches are taken only below this
 
 
 def tag(dtype, name):
@@ -97,7 +98,7 @@ class Host:
         return np.searchsorted(a, v, side=side).astype(np.int64, copy=False)
 
     @staticmethod
-    def searches_like_numpy(dtype):
+    def framework_searches(a):
         return True
 
     def sort(self, t, desc, keys):
@@ -193,7 +194,8 @@ class _Torch:
         microseconds, which those checks would double."""
         t = self.torch
         if (isinstance(v, t.Tensor) and a.is_cuda and a.dtype == v.dtype and a.dtype in self.searchable
-                and a.dim() == 1 and v.dim() == 1 and v.numel() < below and a.device == v.device
+                and a.dim() == 1 and v.dim() == 1 and v.numel() < below and a.numel() < _SMALL_HAYSTACK
+                and a.device == v.device
                 and a.is_contiguous() and v.is_contiguous()):
             return t.searchsorted(a, v, side=side)
         return None
@@ -251,7 +253,8 @@ class _CuPy:
         """As _Torch.small_search: cupy.searchsorted for few needles of a's dtype on a's GPU (NaN last too)."""
         cp = self.cupy
         if (isinstance(v, cp.ndarray) and a.dtype == v.dtype and a.dtype.kind in "iuf" and a.ndim == 1
-                and v.ndim == 1 and v.size < below and a.device == v.device and a.device == cp.cuda.Device()):
+                and v.ndim == 1 and v.size < below and a.size < _SMALL_HAYSTACK and a.device == v.device
+                and a.device == cp.cuda.Device()):
             return self.searchsorted(a, v, side)
         return None
 
@@ -462,9 +465,12 @@ class Device:
     def searchsorted(self, a, v, side):
         return self.f.searchsorted(a, v, side)
 
-    def searches_like_numpy(self, dtype):
-        """Whether the framework's own search gives NumPy's bounds for keys of dtype (NaN last)."""
-        return self.f.name != "torch" or (dtype.kind != "f" and dtype.name != "bfloat16")
+    def framework_searches(self, a):
+        """Whether the framework's own search gives NumPy's bounds in a: keys of a's dtype (PyTorch's puts NaN
+        needles after NaN keys) and a haystack under 2^31 elements (past it the frameworks' are not tested)."""
+        dtype = self.dtype(a)
+        return a.shape[0] < _SMALL_HAYSTACK and (self.f.name != "torch" or (dtype.kind != "f" and
+                                                                           dtype.name != "bfloat16"))
 
     def _p(self, a):
         """An array's device pointer (0 for None)."""

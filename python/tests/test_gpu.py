@@ -313,3 +313,23 @@ def test_few_needles_in_any_order_match_numpy(fw, dtype, side):
         got = lm.searchsorted(to_gpu(fw, a), to_gpu(fw, v), side)
         assert is_fw_array(fw, got)
         np.testing.assert_array_equal(to_host(fw, got), np.searchsorted(a, v, side))
+
+
+def test_beyond_2_31_elements():
+    if "torch" not in FRAMEWORKS:
+        pytest.skip("needs PyTorch")
+    torch = _torch()
+    n = (1 << 31) + 7
+    zeros = torch.zeros(n // 2, dtype=torch.int8, device="cuda")
+    ones = torch.ones(n - n // 2, dtype=torch.int8, device="cuda")
+    out = lm.merge(ones, zeros)
+    assert out.numel() == n
+    assert bool((out[: n // 2] == 0).all()) and bool((out[n // 2:] == 1).all())
+    del zeros, ones
+    needles = torch.tensor([1, 0, 2, -1], dtype=torch.int8, device="cuda")
+    for side, want in (("left", [n // 2, 0, n, 0]), ("right", [n, n // 2, n, 0])):
+        assert lm.searchsorted(out, needles, side).tolist() == want
+    sorted_needles = torch.sort(torch.randint(-1, 3, (1 << 17,), dtype=torch.int8, device="cuda")).values
+    got = lm.searchsorted(out, sorted_needles)
+    want = torch.where(sorted_needles <= 0, 0, torch.where(sorted_needles == 1, n // 2, n))
+    assert torch.equal(got, want.to(torch.int64))
