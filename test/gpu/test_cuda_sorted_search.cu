@@ -1181,7 +1181,8 @@ BOOST_AUTO_TEST_CASE(unsorted_input_and_a_bad_comparator_give_defined_output) {
 // which need no order among them, and whose bounds are then right all the same.
 BOOST_AUTO_TEST_CASE(search_reports_either_input_out_of_order) {
   std::mt19937 rng(91);
-  const long long n = quick() ? 30000 : 3000000;
+  // 2^20 needles or more: fewer in a haystack under 32 MiB are searched one at a time (small_needles_log2).
+  const long long n = quick() ? (1 << 20) + 5 : 3000000;
   auto sorted_keys = [&](long long m) {
     std::vector<int> v(m);
     for (auto& x : v) x = static_cast<int>(rng() % (4 * m));
