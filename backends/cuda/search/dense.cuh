@@ -258,7 +258,8 @@ struct bulk_search_loader {
 };
 
 // Where the caller asks (reports.descents), 1 there if the tile's A or B descends between neighbours (the
-// first against the element before the tile): read from shared memory before the walk overwrites it.
+// first against the element before the tile): read from shared memory before the walk overwrites it. A
+// comparator that cannot compare a side with itself (mixed key types) reports nothing.
 template <class Box, class AIt, class BIt, class Comp>
 __device__ __forceinline__ void report_descents(const search_merge<AIt, BIt>& g, const tile_range& r,
                                                 const value_of<AIt>* as, int na, const value_of<BIt>* bs, int count,
