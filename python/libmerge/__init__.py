@@ -232,7 +232,6 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
         if sorted_needles:
             _check_sorted(be, v, "v", descending, "searchsorted")
     upper = side == "right"
-    out = None
     if sorted_needles is not None:
         in_order = sorted_needles
     elif be is HOST:
@@ -241,8 +240,10 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
         in_order = False  # the answer waits for the GPU: longer than searching so few needles one at a time
     else:  # the merge-path search, whose tiles say whether they found the needles in order
         out, in_order = be.search_if_sorted(tag, bool(descending), upper, v, a)
+        if in_order:
+            return out
     if in_order:
-        out = out if out is not None else _bounds(be, v, a, upper, _A_INDEX, descending)[0]
+        out = _bounds(be, v, a, upper, _A_INDEX, descending)[0]
     elif not descending and be.framework_searches(a):
         out = be.searchsorted(a, v, side)
     else:

@@ -363,6 +363,11 @@ def _on_gpu(x):
     return False
 
 
+def _cupy_view(cupy, x):
+    """A GPU array of no framework libmerge knows as a CuPy array over the same memory."""
+    return cupy.asarray(x) if hasattr(x, "__cuda_array_interface__") else cupy.from_dlpack(x)
+
+
 def _through_cupy(x):
     """(CuPy's adapter, x as a CuPy array) for a GPU array of no framework libmerge knows."""
     try:
@@ -372,7 +377,7 @@ def _through_cupy(x):
                         "CuPy and JAX arrays there, and other GPU arrays through CuPy, which is not "
                         "installed") from None
     try:
-        return f, (f.cupy.asarray(x) if hasattr(x, "__cuda_array_interface__") else f.cupy.from_dlpack(x))
+        return f, _cupy_view(f.cupy, x)
     except Exception as e:  # noqa: BLE001 (CuPy names what it cannot read)
         raise TypeError(f"libmerge: a {type(x).__module__}.{type(x).__name__} on a GPU that CuPy cannot "
                         f"read without a copy: {e}") from None
@@ -431,8 +436,7 @@ class Device:
         """Another library's GPU array (Numba's, anything with __cuda_array_interface__ or CUDA DLPack) as a
         CuPy array over the same memory, where this call runs on CuPy's arrays."""
         if self.f.name == "cupy" and framework_of(x) is None and _on_gpu(x):
-            cupy = self.f.cupy
-            return cupy.asarray(x) if hasattr(x, "__cuda_array_interface__") else cupy.from_dlpack(x)
+            return _cupy_view(self.f.cupy, x)
         return x
 
     def scalar(self, value, like, dtype):

@@ -25,6 +25,8 @@ namespace lmpy {
 
 template <class B, class T, class Comp>
 struct calls {
+  using value_type = T;
+
   static void sort(const B& be, void* keys, i64 n, Comp comp) {
     T* k = static_cast<T*>(keys);
     lm::sort(be.policy(), k, k + n, comp);
