@@ -203,12 +203,13 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
     Needles in order (``sorted_needles=True``, or None and found so) take the
     merge-path search: one pass over both arrays, the library's fast path.
     With None, the CPU reads v first; a GPU runs the merge-path search, whose
-    tiles say whether they found v in order, and searches again one needle
-    at a time if not (fewer than 2^16 needles: one at a time, without waiting
-    for that answer). Needles in no order are searched one at a time: the
-    framework's binary search (NumPy's, PyTorch's on integers, CuPy's, JAX's),
-    or, for ``descending`` and PyTorch's floats (whose search puts NaN needles
-    after NaN keys), sorted, searched and put back in their order.
+    tiles say whether they found v in order, and then searches each needle
+    alone where they did not, all queued without a wait (fewer than 2^16
+    needles: one at a time). Needles in no order are searched one at a time by
+    the framework's binary search where it gives NumPy's bounds for the dtype
+    (its adapter's ``searches``: NumPy's; PyTorch's for int8-int64 and uint8,
+    its floats put NaN needles after NaN keys; CuPy's for numbers; JAX's);
+    else, and for ``descending``, sorted, searched and put back in order.
     """
     if side not in ("left", "right"):
         raise ValueError(f"libmerge.searchsorted: side must be 'left' or 'right', got {side!r}")
@@ -238,10 +239,8 @@ def searchsorted(a, v, side="left", *, sorted_needles=None, descending=False, ch
         in_order = be.sorted_until(tag, bool(descending), v) == v.shape[0]
     elif v.shape[0] < _GPU_LOOK_FROM:
         in_order = False  # the answer waits for the GPU: longer than searching so few needles one at a time
-    else:  # the merge-path search, whose tiles say whether they found the needles in order
-        out, in_order = be.search_if_sorted(tag, bool(descending), upper, v, a)
-        if in_order:
-            return out
+    else:  # the merge-path search, then each needle alone where its tiles found them out of order
+        return be.search_any_order(tag, bool(descending), upper, v, a)
     if in_order:
         out = _bounds(be, v, a, upper, _A_INDEX, descending)[0]
     elif not descending and be.framework_searches(a):

@@ -146,7 +146,8 @@ class _Torch:
                 self.to_numpy[getattr(torch, n)] = t
         self.to_numpy = {k: np.dtype(v) for k, v in self.to_numpy.items()}
         self.from_numpy = {v: k for k, v in self.to_numpy.items()}
-        self.searchable = {torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8}
+        # torch.searchsorted gives NumPy's bounds for these; its floats put NaN needles after NaN keys
+        self.searchable = {np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8)}
 
     def owns(self, x):
         return isinstance(x, self.torch.Tensor)
@@ -188,14 +189,18 @@ class _Torch:
     def searchsorted(self, a, v, side):
         return self.torch.searchsorted(a, v, side=side)
 
+    def searches(self, dtype):
+        """Whether the framework's own search gives NumPy's bounds for keys of this (NumPy) dtype."""
+        return dtype in self.searchable
+
     def small_search(self, a, v, side, below):
         """torch.searchsorted(a, v) where it is what libmerge would call after its checks (fewer than `below`
         integer needles of a's dtype, both 1-D, contiguous, on a's GPU), else None: a call of a few
         microseconds, which those checks would double."""
         t = self.torch
-        if (isinstance(v, t.Tensor) and a.is_cuda and a.dtype == v.dtype and a.dtype in self.searchable
-                and a.dim() == 1 and v.dim() == 1 and v.numel() < below and a.numel() < _SMALL_HAYSTACK
-                and a.device == v.device
+        if (isinstance(v, t.Tensor) and a.is_cuda and a.dtype == v.dtype
+                and self.searches(self.to_numpy.get(a.dtype)) and a.dim() == 1 and v.dim() == 1
+                and v.numel() < below and a.numel() < _SMALL_HAYSTACK and a.device == v.device
                 and a.is_contiguous() and v.is_contiguous()):
             return t.searchsorted(a, v, side=side)
         return None
@@ -249,10 +254,14 @@ class _CuPy:
     def searchsorted(self, a, v, side):
         return self.cupy.searchsorted(a, v, side=side).astype(np.int64)
 
+    @staticmethod
+    def searches(dtype):
+        return dtype.kind in "iuf"
+
     def small_search(self, a, v, side, below):
         """As _Torch.small_search: cupy.searchsorted for few needles of a's dtype on a's GPU (NaN last too)."""
         cp = self.cupy
-        if (isinstance(v, cp.ndarray) and a.dtype == v.dtype and a.dtype.kind in "iuf" and a.ndim == 1
+        if (isinstance(v, cp.ndarray) and a.dtype == v.dtype and self.searches(a.dtype) and a.ndim == 1
                 and v.ndim == 1 and v.size < below and a.size < _SMALL_HAYSTACK and a.device == v.device
                 and a.device == cp.cuda.Device()):
             return self.searchsorted(a, v, side)
@@ -313,6 +322,10 @@ class _Jax:
 
     def searchsorted(self, a, v, side):
         return self.jnp.searchsorted(a, v, side=side).astype(np.int64)
+
+    @staticmethod
+    def searches(dtype):
+        return True
 
     def small_search(self, a, v, side, below):
         return None
@@ -472,9 +485,7 @@ class Device:
     def framework_searches(self, a):
         """Whether the framework's own search gives NumPy's bounds in a: keys of a's dtype (PyTorch's puts NaN
         needles after NaN keys) and a haystack under 2^31 elements (past it the frameworks' are not tested)."""
-        dtype = self.dtype(a)
-        return a.shape[0] < _SMALL_HAYSTACK and (self.f.name != "torch" or (dtype.kind != "f" and
-                                                                           dtype.name != "bfloat16"))
+        return a.shape[0] < _SMALL_HAYSTACK and self.f.searches(self.dtype(a))
 
     def _p(self, a):
         """An array's device pointer (0 for None)."""
@@ -506,12 +517,12 @@ class Device:
         _cuda.sorted_search(*self._head(), t, desc, upper, form, self._p(a), a.shape[0], self._p(b), b.shape[0],
                             self._p(a_out), self._p(b_out))
 
-    def search_if_sorted(self, t, desc, upper, needles, haystack):
-        """(needles' int64 bounds in haystack, whether the search found both in order: else no bounds)."""
+    def search_any_order(self, t, desc, upper, needles, haystack):
+        """The needles' int64 bounds in haystack, needles in any order (see tagged.hpp)."""
         out = self.empty(needles, needles.shape[0], np.int64)
-        in_order = _cuda.search_if_sorted(*self._head(), t, desc, upper, self._p(needles), needles.shape[0],
-                                          self._p(haystack), haystack.shape[0], self._p(out))
-        return self.finish(out), in_order
+        _cuda.search_any_order(*self._head(), t, desc, upper, self._p(needles), needles.shape[0],
+                               self._p(haystack), haystack.shape[0], self._p(out))
+        return self.finish(out)
 
     def equality_count(self, t, desc, a, b, counts):
         _cuda.equality_count(*self._head(), t, desc, self._p(a), a.shape[0], self._p(b), b.shape[0],

@@ -159,6 +159,21 @@ def test_searchsorted_matches_numpy(fw, dtype, side, needles, descending):
 
 
 @pytest.mark.parametrize("fw", FRAMEWORKS)
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d not in (np.int32, np.int64, np.uint8, np.float16,
+                                                                  np.float32, np.float64)])
+@pytest.mark.parametrize("n", [1000, 70_000])
+def test_searchsorted_of_needles_in_no_order_matches_numpy_for_every_dtype(fw, dtype, n):
+    # the framework's own search where it gives NumPy's bounds for the dtype, libmerge's elsewhere
+    a = np.sort(keys(dtype, 20_000, seed=11, distinct=300), kind="stable")
+    v = keys(dtype, n, seed=12, distinct=400)
+    ga, gv = to_gpu(fw, a), to_gpu(fw, v)
+    for side in ("left", "right"):
+        got = lm.searchsorted(ga, gv, side)
+        assert is_fw_array(fw, got)
+        np.testing.assert_array_equal(to_host(fw, got), np.searchsorted(a, v, side))
+
+
+@pytest.mark.parametrize("fw", FRAMEWORKS)
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_sorted_search_modes_and_counts_match_the_cpu_module(fw, side):
     a = np.sort(keys(np.int32, 50_000, seed=8, distinct=5000), kind="stable")

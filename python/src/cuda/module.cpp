@@ -140,15 +140,12 @@ NB_MODULE(_cuda, m) {
                         as<i64>(b_out), s);
     });
   }, release);
-  m.def("search_if_sorted", [](int device, stream_t s, int tag, bool desc, bool upper, ptr needles, i64 nn,
+  m.def("search_any_order", [](int device, stream_t s, int tag, bool desc, bool upper, ptr needles, i64 nn,
                                 ptr haystack, i64 nh, ptr out) {
     on_device d(device);
-    bool in_order = true;
     with_ops(tag, [&](auto ops) {
-      in_order = ops.search_if_sorted(desc, upper, as<const void>(needles), nn, as<const void>(haystack), nh,
-                                      as<i64>(out), s);
+      ops.search_any_order(desc, upper, as<const void>(needles), nn, as<const void>(haystack), nh, as<i64>(out), s);
     });
-    return in_order;
   }, release);
   m.def("equality_count", [](int device, stream_t s, int tag, bool desc, ptr a, i64 na, ptr b, i64 nb, ptr counts) {
     on_device d(device);

@@ -2,8 +2,7 @@
 // compiler, binds them; ops.cu, compiled once a dtype tag, defines them): the
 // operations of ../ops.hpp on device pointers, on the stream given (a
 // cudaStream_t as an integer), on the current device. They return once the
-// work is queued, except sorted_until and search_if_sorted, which read their
-// answer back.
+// work is queued, except sorted_until, which reads its answer back.
 #pragma once
 
 #include <cstdint>
@@ -31,9 +30,9 @@ struct tagged {
                              i64* positions, stream_t s);
   static void sorted_search(bool descending, bool upper, int form, const void* a, i64 na, const void* b, i64 nb,
                             i64* a_out, i64* b_out, stream_t s);
-  // The needles' bounds in the haystack by the merge path, and whether the search found both in order (else
-  // out holds no defined bounds); waits for the answer.
-  static bool search_if_sorted(bool descending, bool upper, const void* needles, i64 nn, const void* haystack,
+  // The needles' bounds in the haystack, needles in any order: by the merge path, and one at a time where
+  // it found them out of order.
+  static void search_any_order(bool descending, bool upper, const void* needles, i64 nn, const void* haystack,
                                i64 nh, i64* out, stream_t s);
   static void equality_count(bool descending, const void* a, i64 na, const void* b, i64 nb, i64* counts,
                              stream_t s);
