@@ -9,10 +9,13 @@ host's queuing (JAX: the wall clock around the call and block_until_ready), afte
 the median of many runs, alternating two input sets larger than the L2
 cache; every output is checked against the peer's once. Small calls (2^10)
 are timed as a caller sees them: the wall clock over many calls, then one
-synchronize. Writes the rows as JSON; plot.py draws them.
+synchronize. cuda.compute (CCCL's Python layer) is timed where it is
+installed. Writes the rows as JSON; plot.py draws them.
 """
 
+import importlib.metadata
 import json
+import os
 import statistics
 import sys
 import time
@@ -26,6 +29,8 @@ RUNS = 5 if QUICK else 21
 
 
 def _jax():
+    # JAX takes 75% of the GPU at its first call by default, which left cuda.compute's 2^27 rows out of memory
+    os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.5")
     try:
         import jax
         jax.config.update("jax_enable_x64", True)
@@ -39,6 +44,24 @@ def _cupy():
         import cupy
         return cupy
     except ImportError:
+        return None
+
+
+def _compute():
+    """CCCL's Python layer (cuda.compute), where it is installed: merge_sort and per-needle lower_bound."""
+    try:
+        import cuda.compute as cc
+        cc.OpKind  # noqa: B018 (raises where the bindings found no CUDA)
+        return cc
+    except Exception as e:  # noqa: BLE001 (its rows are left out; the reason is printed)
+        print(f"bench: no cuda.compute rows: {type(e).__name__}: {e}", flush=True)
+        return None
+
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
         return None
 
 
@@ -92,6 +115,21 @@ def check(name, got, want):
         raise SystemExit(f"bench: {name}: libmerge's result differs from the peer's")
 
 
+def cc_lower_bound(cc, cp, a, v):
+    """cuda.compute.lower_bound as its users call it: the output allocated, one call."""
+    out = cp.empty(v.shape[0], dtype=cp.uint64)  # (it takes unsigned indices alone)
+    cc.lower_bound(d_data=a, num_items=a.shape[0], d_values=v, num_values=v.shape[0], d_out=out)
+    return out
+
+
+def cc_merge_by_sort(cc, cp, a, b):
+    """A merge as cuda.compute offers it: merge_sort of the concatenation."""
+    keys = cp.concatenate([a, b])
+    out = cp.empty_like(keys)
+    cc.merge_sort(d_in_keys=keys, d_out_keys=out, num_items=keys.shape[0], op=cc.OpKind.LESS)
+    return out
+
+
 def rows_searchsorted(rows, cp, jax):
     for log in (24, 27):
         n = 1 << log
@@ -127,6 +165,29 @@ def rows_merge(rows):
     rows.append({"case": "merge of two sorted 2^27 int32 arrays", "libmerge_ms": time_gpu(lm.merge, inputs),
                  "peer": "torch.sort(torch.cat(...), stable=True)",
                  "peer_ms": time_gpu(lambda a, b: torch.sort(torch.cat([a, b]), stable=True), inputs)})
+
+
+def rows_compute(rows, cp, cc):
+    """CCCL's Python layer on CuPy arrays: per-needle lower_bound, and merge_sort for a merge."""
+    if cp is None or cc is None:
+        return
+    cp.get_default_memory_pool().free_all_blocks()  # (JAX holds most of the GPU: the pools' caches leave too little)
+    torch.cuda.empty_cache()
+    for log in (24, 27):
+        n = 1 << log
+        inputs = [(cp.asarray(sorted_int32(n, 2 * s)), cp.asarray(sorted_int32(n, 2 * s + 1))) for s in range(2)]
+        want = cc_lower_bound(cc, cp, *inputs[0]).view(cp.int64)
+        check("cuda.compute.lower_bound", lm.searchsorted(*inputs[0]), want)
+        rows.append({"case": f"searchsorted, sorted needles, |A| = |B| = 2^{log}, int32 (CuPy arrays)",
+                     "libmerge_ms": time_gpu(lambda a, v: lm.searchsorted(a, v), inputs),
+                     "peer": "cuda.compute.lower_bound",
+                     "peer_ms": time_gpu(lambda a, v: cc_lower_bound(cc, cp, a, v), inputs)})
+    n = 1 << 27
+    inputs = [(cp.asarray(sorted_int32(n, 10 + 2 * s)), cp.asarray(sorted_int32(n, 11 + 2 * s))) for s in range(2)]
+    check("cuda.compute.merge_sort", lm.merge(*inputs[0]), cc_merge_by_sort(cc, cp, *inputs[0]))
+    rows.append({"case": "merge of two sorted 2^27 int32 arrays (CuPy arrays)",
+                 "libmerge_ms": time_gpu(lm.merge, inputs), "peer": "cuda.compute.merge_sort(concatenation)",
+                 "peer_ms": time_gpu(lambda a, b: cc_merge_by_sort(cc, cp, a, b), inputs)})
 
 
 def rows_lexsort(rows, cp):
@@ -169,10 +230,11 @@ def rows_small(rows):
 
 def main():
     out = sys.argv[1]
-    cp, jax = _cupy(), _jax()
+    cp, jax, cc = _cupy(), _jax(), _compute()
     rows = []
-    for section in (lambda: rows_searchsorted(rows, cp, jax), lambda: rows_merge(rows), lambda: rows_lexsort(rows, cp),
-                    lambda: rows_sort(rows), lambda: rows_small(rows)):
+    sections = (lambda: rows_searchsorted(rows, cp, jax), lambda: rows_merge(rows), lambda: rows_lexsort(rows, cp),
+                lambda: rows_sort(rows), lambda: rows_small(rows), lambda: rows_compute(rows, cp, cc))
+    for section in sections:
         try:
             section()
         except Exception as e:  # noqa: BLE001 (the other sections still run; the error is printed)
@@ -183,7 +245,7 @@ def main():
               f"{r['speedup']:5.2f}x", flush=True)
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cupy": cp.__version__ if cp is not None else None, "jax": jax.__version__ if jax is not None else None,
-            "runs": RUNS}
+            "cuda.compute": _version("cuda-cccl") if cc is not None else None, "runs": RUNS}
     with open(out, "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)
 

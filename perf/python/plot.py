@@ -9,7 +9,8 @@ import sys
 
 def table(data):
     meta = data["meta"]
-    lines = [f"{meta['gpu']}; PyTorch {meta['torch']}, CuPy {meta['cupy']}, JAX {meta['jax']}; "
+    compute = f"cuda.compute (cuda-cccl {meta['cuda.compute']}); " if meta.get("cuda.compute") else ""
+    lines = [f"{meta['gpu']}; PyTorch {meta['torch']}, CuPy {meta['cupy']}, JAX {meta['jax']}; {compute}"
              f"the median of {meta['runs']} runs.", "",
              "| case | libmerge (ms) | peer | peer (ms) | peer / libmerge |", "| --- | ---: | --- | ---: | ---: |"]
     for r in data["rows"]:
@@ -38,7 +39,7 @@ def main():
     ax.set_xlabel("peer's time / libmerge's (above 1: libmerge faster)")
     ax.set_title(f"libmerge for Python on {data['meta']['gpu']}")
     fig.tight_layout()
-    fig.savefig(sys.argv[2], dpi=110)
+    fig.savefig(sys.argv[2], dpi=110, bbox_inches="tight")
 
 
 if __name__ == "__main__":
