@@ -203,15 +203,26 @@ def rows_lexsort(rows, cp):
                      "peer_ms": time_gpu(lambda x, y: cp.lexsort(cp.stack([x, y])), ci)})
 
 
-def rows_sort(rows):
+def rows_sort(rows, cp):
     n = 1 << 28
     g = torch.Generator(device="cuda").manual_seed(6)
     inputs = [(torch.randint(-(1 << 31), (1 << 31) - 1, (n,), device="cuda", dtype=torch.int32, generator=g),)
               for _ in range(2)]
-    check("sort", lm.sort(inputs[0][0]), torch.sort(inputs[0][0], stable=True).values)
-    rows.append({"case": "sort, 2^28 random int32 (radix sorts both; not a target)", "libmerge_ms":
-                 time_gpu(lm.sort, inputs), "peer": "torch.sort(stable=True)",
+    x = inputs[0][0]
+    check("sort", lm.sort(x), torch.sort(x, stable=True).values)
+    check("argsort", lm.argsort(x), torch.argsort(x, stable=True))
+    case = "2^28 random int32 (radix sorts both; not a target)"
+    ours = time_gpu(lm.sort, inputs)
+    rows.append({"case": f"sort, {case}", "libmerge_ms": ours, "peer": "torch.sort(stable=True)",
                  "peer_ms": time_gpu(lambda x: torch.sort(x, stable=True), inputs)})
+    rows.append({"case": f"argsort, {case}", "libmerge_ms": time_gpu(lm.argsort, inputs),
+                 "peer": "torch.argsort(stable=True)",
+                 "peer_ms": time_gpu(lambda x: torch.argsort(x, stable=True), inputs)})
+    if cp is not None:
+        ci = [(cp.asarray(x),) for (x,) in inputs]
+        check("cupy.sort", lm.sort(ci[0][0]), cp.sort(ci[0][0]))
+        rows.append({"case": f"sort, {case} (CuPy arrays)", "libmerge_ms": time_gpu(lm.sort, ci),
+                     "peer": "cupy.sort", "peer_ms": time_gpu(cp.sort, ci)})
 
 
 def rows_small(rows):
@@ -233,7 +244,7 @@ def main():
     cp, jax, cc = _cupy(), _jax(), _compute()
     rows = []
     sections = (lambda: rows_searchsorted(rows, cp, jax), lambda: rows_merge(rows), lambda: rows_lexsort(rows, cp),
-                lambda: rows_sort(rows), lambda: rows_small(rows), lambda: rows_compute(rows, cp, cc))
+                lambda: rows_sort(rows, cp), lambda: rows_small(rows), lambda: rows_compute(rows, cp, cc))
     for section in sections:
         try:
             section()
