@@ -46,6 +46,19 @@ LIBMERGE_HOST_DEVICE LIBMERGE_FORCEINLINE void first_not_before_both(Index& lo0,
   }
 }
 
+// first_not_before galloping from lo: probes lo, lo + 1, lo + 3, lo + 7, ... until one is not before, then
+// first_not_before in that gap; about 2 log2(d) probes for an answer d past lo (a binary search takes
+// log2(hi - lo)), every one in [lo, hi). For answers likely near lo: runs of equal keys, dense cursors.
+template <class Index, class Before>
+LIBMERGE_HOST_DEVICE Index gallop_first_not_before(Index lo, Index hi, Before&& before) {
+  for (Index step = 1; lo < hi; step = step <= (hi - lo) / 2 ? 2 * step : hi - lo) {  // (never past hi)
+    const Index probe = lo + (step < hi - lo ? step : hi - lo) - 1;
+    if (!before(probe)) return first_not_before(lo, probe, before);
+    lo = probe + 1;
+  }
+  return lo;
+}
+
 #if defined(__CUDACC__)
 // first_not_before by a whole warp (every lane passes the same range and
 // predicate; all return the answer): each lane tests one of 32 evenly spaced
@@ -80,6 +93,12 @@ __device__ __forceinline__ Index warp_first_not_before(Index lo, Index hi, Befor
 template <bool Upper, class Hay, class Index, class T, class Comp>
 LIBMERGE_HOST_DEVICE inline Index bound_within(Hay hay, Index lo, Index hi, const T& x, Comp& comp) {
   return first_not_before(lo, hi, [&](Index mid) { return Upper ? !comp(x, hay[mid]) : comp(hay[mid], x); });
+}
+
+// bound_within by gallop_first_not_before: from lo, where the answer is likely near.
+template <bool Upper, class Hay, class Index, class T, class Comp>
+LIBMERGE_HOST_DEVICE inline Index gallop_within(Hay hay, Index lo, Index hi, const T& x, Comp& comp) {
+  return gallop_first_not_before(lo, hi, [&](Index mid) { return Upper ? !comp(x, hay[mid]) : comp(hay[mid], x); });
 }
 
 // How many of run[lo, hi) come before x in a stable merge of several sorted

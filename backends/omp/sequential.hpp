@@ -312,30 +312,12 @@ struct host_comparator {
 // ---------------------------------------------------------------------------
 // Bound search
 
-// The first position in [pos, end) not before the needle (lower / upper):
-// gallops then binary-searches the last gap; probes stay in [pos, end).
+// The first position in [pos, end) not before the needle (lower / upper), galloping from pos (the engine's
+// gallop_within); probes stay in [pos, end).
 template <bool Upper, class Hay, class Needle, class Comp>
 index_t gallop(Hay hay, index_t pos, index_t end, const Needle& needle, Comp& comp) {
-  auto before = [&](index_t k) -> bool {
-    if constexpr (Upper) {
-      return !comp(needle, hay[k]);
-    } else {
-      return comp(hay[k], needle);
-    }
-  };
-  if (pos >= end || !before(pos)) return pos;
-  index_t lo = pos + 1, hi = end;  // everything below lo comes before the needle
-  for (index_t step = 1; lo < end;) {
-    const index_t probe = lo + std::min(step, end - lo) - 1;
-    if (!before(probe)) {
-      hi = probe;
-      break;
-    }
-    lo = probe + 1;
-    step = step <= (end - lo) / 2 ? 2 * step : end - lo;  // doubles, never past the end (or overflow)
-  }
   host_comparator<Comp> host_comp{comp};
-  return bound_within<Upper>(host_range<Hay>{hay}, lo, hi, needle, host_comp);
+  return gallop_within<Upper>(host_range<Hay>{hay}, pos, end, needle, host_comp);
 }
 
 // ---------------------------------------------------------------------------

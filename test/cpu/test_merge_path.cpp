@@ -260,6 +260,43 @@ BOOST_AUTO_TEST_CASE(bound_within_is_std_bounds) {
   }
 }
 
+// gallop_within<Upper>(hay, lo, hi, x) is bound_within's answer (std::lower_bound / upper_bound) with every
+// probe in [lo, hi) (the iterator checks the sub-range alone), in at most 2 ceil(log2(d + 1)) + 1 probes for
+// an answer d past lo.
+BOOST_AUTO_TEST_CASE(gallop_within_is_std_bounds_in_few_probes) {
+  std::mt19937_64 rng(303);
+  for (int iter = 0; iter < 300; ++iter) {
+    std::vector<int> hay(rng() % 300);
+    const int distinct = 1 + static_cast<int>(rng() % 40);
+    for (auto& x : hay) x = static_cast<int>(rng() % static_cast<std::uint64_t>(distinct));
+    const bool descending = iter % 3 == 0;
+    auto comp = [descending](int x, int y) { return descending ? y < x : x < y; };
+    std::sort(hay.begin(), hay.end(), comp);
+    const auto n = static_cast<std::ptrdiff_t>(hay.size());
+    const std::ptrdiff_t lo = static_cast<std::ptrdiff_t>(rng() % static_cast<std::uint64_t>(n + 1));
+    const std::ptrdiff_t hi = lo + static_cast<std::ptrdiff_t>(rng() % static_cast<std::uint64_t>(n - lo + 1));
+    checked_iterator<const int> h(hay.data() + lo, hi - lo);  // index 0 is hay[lo]
+    for (int x = -1; x <= distinct; ++x) {
+      BOOST_TEST_CONTEXT("case " << iter << ", [" << lo << ", " << hi << ") of " << n << ", x " << x) {
+        const auto first = hay.begin() + lo, last = hay.begin() + hi;
+        const std::ptrdiff_t want_lower = std::lower_bound(first, last, x, comp) - hay.begin();
+        const std::ptrdiff_t want_upper = std::upper_bound(first, last, x, comp) - hay.begin();
+        BOOST_TEST(lo + lm::detail::gallop_within<false>(h, std::ptrdiff_t{0}, hi - lo, x, comp) == want_lower);
+        BOOST_TEST(lo + lm::detail::gallop_within<true>(h, std::ptrdiff_t{0}, hi - lo, x, comp) == want_upper);
+        int probes = 0;
+        const std::ptrdiff_t got = lm::detail::gallop_first_not_before(lo, hi, [&](std::ptrdiff_t k) {
+          ++probes;
+          return comp(hay[static_cast<std::size_t>(k)], x);
+        });
+        BOOST_TEST(got == want_lower);
+        int bound = 1;
+        for (std::ptrdiff_t d = got - lo; d > 0; d /= 2) bound += 2;  // 2 ceil(log2(d + 1)) + 1
+        BOOST_TEST(probes <= bound);
+      }
+    }
+  }
+}
+
 // rank_in_run is the probe of the k-way searches: for an element x of
 // sequence u, the number of elements of sequence v before x in the stable
 // merge of all sequences (ties: the earlier sequence first). Checked against
