@@ -672,10 +672,10 @@ struct sm90 {
   using table = cb::search_table<K, K>;
   static constexpr int line = lm::tuning::entry_for(90);
   using boxes = decltype(table::template boxes<static_cast<std::size_t>(line)>());
-  using box = std::tuple_element_t<0, boxes>;
-  using needle_box = std::tuple_element_t<1, boxes>;
-  static constexpr int ratio = std::tuple_element_t<2, boxes>::value;
-  static constexpr int interpolate_from = std::tuple_element_t<4, boxes>::value;
+  using box = typename boxes::dense;
+  using needle_box = typename boxes::needle;
+  static constexpr int ratio = boxes::line.sparse_ratio;
+  static constexpr int interpolate_from = boxes::line.interpolate_from;
 };
 
 // Needle boxes that fix the probe (cb::box_probes_4ary,

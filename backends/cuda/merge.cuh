@@ -10,7 +10,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -209,6 +208,14 @@ inline constexpr std::size_t value_tile_bytes = sizeof(V) + sizeof(tile_offset);
 template <>
 inline constexpr std::size_t value_tile_bytes<void> = 0;
 
+// A merge line's boxes (merge_table::boxes): large tiles, small ones, and the log2 size from which large.
+template <class Large, class Small, int SmallLog2>
+struct merge_boxes {
+  using large = Large;
+  using small = Small;
+  static constexpr int small_log2 = SmallLog2;
+};
+
 // The merge tuning table for keys K and values V (void: keys only).
 template <class K, class V>
 struct merge_table {
@@ -227,14 +234,13 @@ struct merge_table {
   static constexpr int nt(int line_nt, int vt) {
     return tuning::fit_threads(line_nt, vt, tile_bytes, tuning::tile_smem_merge);
   }
-  // Line I's boxes: large tiles, small ones, and the log2 size from which large.
   template <std::size_t I>
   static constexpr auto boxes() {
     constexpr tuning::merge_line line = lines[I];
     constexpr int large_vt = vt(line.vt_keys, line.vt_pairs);
     constexpr int small_vt = vt(line.small_vt_keys, line.small_vt_pairs);
-    return std::tuple<launch_box<nt(line.nt, large_vt), large_vt>, launch_box<nt(line.small_nt, small_vt), small_vt>,
-                      std::integral_constant<int, line.small_log2>>{};
+    return merge_boxes<launch_box<nt(line.nt, large_vt), large_vt>, launch_box<nt(line.small_nt, small_vt), small_vt>,
+                       line.small_log2>{};
   }
 };
 
@@ -242,9 +248,9 @@ struct merge_table {
 // which architecture it was compiled for.
 template <class Geometry, class KeysOut, class ValsOut, class Comp>
 struct merge_kernel_of {
-  template <class Box, class... Rest>
-  auto operator()(Box, Rest...) const {
-    return merge_kernel<Box, false, Geometry, KeysOut, ValsOut, Comp>;
+  template <class Boxes>
+  auto operator()(Boxes) const {
+    return merge_kernel<typename Boxes::large, false, Geometry, KeysOut, ValsOut, Comp>;
   }
 };
 
@@ -255,11 +261,12 @@ void with_merge_box(const device_info& dev, const char* algorithm, index_t n, F&
   using Box = typename Policy::box_type;
   if constexpr (std::is_same_v<Box, tuned_launch_box>) {
     with_tuned_boxes<merge_table<K, V>>(dev, algorithm, merge_kernel_of<Geometry, KeysOut, ValsOut, Comp>{},
-                                        [&](auto large, auto small, auto small_log2) {
-                                          if (n < (index_t(1) << decltype(small_log2)::value)) {
-                                            f(small, std::true_type{});
+                                        [&](auto boxes) {
+                                          using B = decltype(boxes);
+                                          if (n < (index_t(1) << B::small_log2)) {
+                                            f(typename B::small{}, std::true_type{});
                                           } else {
-                                            f(large, std::false_type{});
+                                            f(typename B::large{}, std::false_type{});
                                           }
                                         });
   } else {

@@ -223,26 +223,28 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
   using Box = typename Policy::box_type;
   if constexpr (std::is_same_v<Box, tuned_launch_box>) {
     using table = merge_sort_table<K, std::conditional_t<WithValues, V, void>>;
-    with_tuned_boxes<table>(dev, algorithm,
-                            [](auto bs_box, auto...) {
-                              return block_sort_kernel<decltype(bs_box), K, V, WithValues, Indices, ValsIn, Comp>;
-                            },
-                            [&](auto bs_box, auto box, auto ways, auto any_four_way_log2, auto large_box,
-                                auto large_log2, auto one_kernel, auto numbers_four_way_log2, auto mid_box,
-                                auto mid_log2) {
-                              using four_way_log2 =
-                                  std::conditional_t<orders_numbers_v<Comp, K>, decltype(numbers_four_way_log2),
-                                                     decltype(any_four_way_log2)>;
-                              constexpr int from = decltype(large_log2)::value;
-                              if constexpr (from > 0) {
-                                if (n >= (index_t(1) << from)) return f(bs_box, large_box, ways, four_way_log2{}, one_kernel);
-                              }
-                              constexpr int mid_from = decltype(mid_log2)::value;
-                              if constexpr (mid_from > 0) {
-                                if (n >= (index_t(1) << mid_from)) return f(bs_box, mid_box, ways, four_way_log2{}, one_kernel);
-                              }
-                              f(bs_box, box, ways, four_way_log2{}, one_kernel);
-                            });
+    with_tuned_boxes<table>(
+        dev, algorithm,
+        [](auto boxes) {
+          return block_sort_kernel<typename decltype(boxes)::block_sort, K, V, WithValues, Indices, ValsIn, Comp>;
+        },
+        [&](auto boxes) {
+          using B = decltype(boxes);
+          using bs = typename B::block_sort;
+          using ways = std::integral_constant<int, B::ways>;
+          using four_way_log2 =
+              std::integral_constant<int, orders_numbers_v<Comp, K> ? B::numbers_four_way_log2 : B::four_way_log2>;
+          using one_kernel = typename B::one_kernel;
+          if constexpr (B::large_log2 > 0) {
+            if (n >= (index_t(1) << B::large_log2)) {
+              return f(bs{}, typename B::large_pass{}, ways{}, four_way_log2{}, one_kernel{});
+            }
+          }
+          if constexpr (B::mid_log2 > 0) {
+            if (n >= (index_t(1) << B::mid_log2)) return f(bs{}, typename B::mid_pass{}, ways{}, four_way_log2{}, one_kernel{});
+          }
+          f(bs{}, typename B::pass{}, ways{}, four_way_log2{}, one_kernel{});
+        });
   } else if constexpr (std::is_same_v<Box, typename merge_box_of<Box>::type>) {
     f(Box{}, Box{}, std::integral_constant<int, 2>{}, std::integral_constant<int, 0>{}, no_one_kernel{});
   } else {

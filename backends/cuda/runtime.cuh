@@ -18,7 +18,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -239,9 +238,10 @@ constexpr bool line_compiled(std::size_t index) {
 #endif
 }
 
-// Calls f(boxes...) with the tuned line's boxes for the kernels' compiled
-// architecture. Table: static `lines` (policies/launch_box.hpp) and boxes<I>()
-// as a tuple; kernel_of(boxes...) names a kernel whose architecture picks it.
+// Calls f(boxes) with the tuned line's boxes for the kernels' compiled
+// architecture. Table: static `lines` (policies/launch_box.hpp) and boxes<I>(),
+// a struct whose members name the boxes and sizes; kernel_of(boxes) names a
+// kernel whose architecture picks it.
 template <class Table, class KernelOf, class F>
 void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& kernel_of, F&& f) {
   constexpr std::size_t n = std::size(Table::lines);
@@ -253,7 +253,7 @@ void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& 
     if constexpr (line_compiled(I)) {
       if (done) return;
       auto boxes = Table::template boxes<I>();
-      const void* kernel = reinterpret_cast<const void*>(std::apply(kernel_of, boxes));
+      const void* kernel = reinterpret_cast<const void*>(kernel_of(boxes));
       if (kernel != asked) {
         compiled_for = kernel_arch(kernel, dev, algorithm);
         asked = kernel;
@@ -271,7 +271,7 @@ void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& 
                          algorithm, compiled_for, line_arch);
           }
         }
-        std::apply(f, boxes);
+        f(boxes);
       }
     }
   };

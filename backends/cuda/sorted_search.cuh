@@ -20,7 +20,6 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <type_traits>
 
 #include "../../libmerge/detail/config.hpp"
@@ -207,7 +206,16 @@ void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t 
   }
 }
 
-// The tuning table of sorted search: line I's box and sparse ratio.
+// A search line's boxes (search_table::boxes): the merge-path tiles, the per-needle blocks, and the line,
+// whose ratios and rules are read by name.
+template <class Dense, class Needle, std::size_t I>
+struct search_boxes {
+  using dense = Dense;
+  using needle = Needle;
+  static constexpr tuning::search_line line = tuning::search[I];
+};
+
+// The tuning table of sorted search: line I's boxes for keys TA and TB.
 template <class TA, class TB>
 struct search_table {
   static constexpr const auto& lines = tuning::search;
@@ -223,23 +231,16 @@ struct search_table {
   template <std::size_t I>
   static constexpr auto boxes() {
     constexpr int vt = vt_of(lines[I]);
-    return std::tuple<launch_box<nt(lines[I].nt, vt), vt>,
-                      launch_box<lines[I].needle_nt, lines[I].needle_vt>,
-                      std::integral_constant<int, lines[I].sparse_ratio>,
-                      std::integral_constant<int, lines[I].quaternary_below>,
-                      std::integral_constant<int, lines[I].interpolate_from>,
-                      std::integral_constant<int, lines[I].small_hay_log2_bytes>,
-                      std::integral_constant<int, lines[I].small_sparse_ratio>,
-                      std::integral_constant<int, lines[I].small_needles_log2>>{};
+    return search_boxes<launch_box<nt(lines[I].nt, vt), vt>, launch_box<lines[I].needle_nt, lines[I].needle_vt>, I>{};
   }
 };
 
 template <search_type TypeA, search_type TypeB, a_writes AWrites, class AIt, class BIt, class AOut, class BOut,
           class Comp>
 struct search_kernel_of {
-  template <class Box, class... Rest>
-  auto operator()(Box, Rest...) const {
-    return search_kernel<Box, TypeA, TypeB, AWrites, AIt, BIt, AOut, BOut, Comp>;
+  template <class Boxes>
+  auto operator()(Boxes) const {
+    return search_kernel<typename Boxes::dense, TypeA, TypeB, AWrites, AIt, BIt, AOut, BOut, Comp>;
   }
 };
 
@@ -257,14 +258,14 @@ void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t n
   using table = search_table<TA, TB>;
   // A caller's box replaces the tuned line's dense tile box.
   using Box = typename Policy::box_type;
-  auto run = [&](auto box, auto needle_box, auto ratio, auto quaternary_below, auto interpolate_from,
-                 auto small_hay_log2_bytes, auto small_ratio, auto small_needles_log2) {
+  auto run = [&](auto boxes) {
+    using B = decltype(boxes);
+    constexpr tuning::search_line line = B::line;
     constexpr bool tuned = std::is_same_v<Box, tuned_launch_box>;
-    using Dense = std::conditional_t<tuned, decltype(box), typename merge_box_of<Box>::type>;
-    const needle_rules rules{decltype(ratio)::value, decltype(quaternary_below)::value,
-                             decltype(small_hay_log2_bytes)::value, decltype(small_ratio)::value,
-                             tuned ? decltype(small_needles_log2)::value : 0};
-    launch_search<Dense, decltype(needle_box), TypeA, TypeB, AWrites, decltype(interpolate_from)::value>(
+    using Dense = std::conditional_t<tuned, typename B::dense, typename merge_box_of<Box>::type>;
+    const needle_rules rules{line.sparse_ratio, line.quaternary_below, line.small_hay_log2_bytes,
+                             line.small_sparse_ratio, tuned ? line.small_needles_log2 : 0};
+    launch_search<Dense, typename B::needle, TypeA, TypeB, AWrites, line.interpolate_from>(
         policy, dev, a, na, b, nb, a_out, b_out, reports, counts, rules, comp, algorithm);
   };
   if constexpr (table::elem > max_element_bytes) {

@@ -117,7 +117,7 @@ long long tuned_merge_large_from() {
   long long from = 0;
   cb::with_tuned_boxes<cb::merge_table<K, V>>(cb::current_device("test"), "test",
                                               typename plain_merge<K, V>::kernel_of{},
-                                              [&](auto, auto, auto lg) { from = 1LL << decltype(lg)::value; });
+                                              [&](auto boxes) { from = 1LL << decltype(boxes)::small_log2; });
   return from;
 }
 
@@ -186,9 +186,8 @@ search_tuning tuned_search() {
 // tile below 2^small_needles_log2 needles, where a tuned call goes per
 // needle.
 template <class TA, class TB = TA>
-using sm90_search_tile = std::tuple_element_t<
-    0, decltype(internals::cuda::search_table<TA, TB>::template boxes<static_cast<std::size_t>(
-                    libmerge::tuning::entry_for(90))>())>;
+using sm90_search_tile = typename decltype(internals::cuda::search_table<TA, TB>::template boxes<static_cast<std::size_t>(
+    libmerge::tuning::entry_for(90))>())::dense;
 template <class TA, class TB = TA>
 auto dense_tile_policy() {
   return libmerge::cuda::par.with(sm90_search_tile<TA, TB>{});

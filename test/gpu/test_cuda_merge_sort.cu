@@ -169,19 +169,18 @@ void sweep(const Policy& policy, long long t, long long nv, Comp comp, const cha
   }
 }
 
-// The sm_90 line's one-kernel class (element 6 of its boxes) for keys K and
-// values V (void: keys).
+// The sm_90 line's one-kernel class for keys K and values V (void: keys).
 template <class K, class V>
 using sm90_one_kernel_class =
-    std::tuple_element_t<6, decltype(internals::cuda::merge_sort_table<K, V>::template boxes<sm90_line>())>;
+    typename decltype(internals::cuda::merge_sort_table<K, V>::template boxes<sm90_line>())::one_kernel;
 
 // Elements per tile of the tuned boxes for keys T and values V (void: keys).
 template <class T, class V = void>
 std::pair<long long, long long> tuned_tiles() {
   using table = internals::cuda::merge_sort_table<T, V>;
-  const auto boxes = table::template boxes<sm90_line>();
-  using bs = std::tuple_element_t<0, decltype(boxes)>;
-  using mb = std::tuple_element_t<1, decltype(boxes)>;
+  using boxes = decltype(table::template boxes<sm90_line>());
+  using bs = typename boxes::block_sort;
+  using mb = typename boxes::pass;
   return {bs::nv, mb::nv};
 }
 
@@ -234,12 +233,12 @@ BOOST_AUTO_TEST_CASE(sort_launch_boxes) {
   namespace cb = internals::cuda;
   using key_line = decltype(cb::merge_sort_table<std::int32_t, void>::template boxes<sm90_line>());
   using pair_line = decltype(cb::merge_sort_table<std::int32_t, std::int32_t>::template boxes<sm90_line>());
-  using kbs = std::tuple_element_t<0, key_line>;
-  using kmid = std::tuple_element_t<1, key_line>;
-  using klarge = std::tuple_element_t<4, key_line>;
-  using kmid_sized = std::tuple_element_t<8, key_line>;
-  using pbs = std::tuple_element_t<0, pair_line>;
-  using pmid = std::tuple_element_t<1, pair_line>;
+  using kbs = key_line::block_sort;
+  using kmid = key_line::pass;
+  using klarge = key_line::large_pass;
+  using kmid_sized = key_line::mid_pass;
+  using pbs = pair_line::block_sort;
+  using pmid = pair_line::pass;
   sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<pbs, pmid, 4>{}), pbs::nv, pmid::nv, lm::less<>(),
                       "tuned pairs' boxes, 4-way", 206);
   sweep<std::int32_t>(lm::cuda::par.with(lm::launch_boxes<kbs, kmid, 2>{}), kbs::nv, kmid::nv, lm::less<>(),
@@ -826,8 +825,8 @@ using staged_key_types = std::tuple<std::int8_t, std::uint16_t, std::int32_t, fl
 BOOST_AUTO_TEST_CASE_TEMPLATE(sort_staged_pieces_of_every_key_size, T, staged_key_types) {
   namespace cb = internals::cuda;
   using key_line = decltype(cb::merge_sort_table<std::int32_t, void>::template boxes<sm90_line>());
-  using kbs = std::tuple_element_t<0, key_line>;
-  using kmid = std::tuple_element_t<1, key_line>;
+  using kbs = typename key_line::block_sort;
+  using kmid = typename key_line::pass;
   sweep<T>(lm::cuda::par.with(sampled_four_way{}), 64 * 3, 64 * 5, lm::less<>(), "staged, boxes 64x3 64x5 4-way", 300);
   const long long t = kbs::nv;
   for (long long n : {4 * t + 1, 16 * t - 3, 17 * t + 5}) {
@@ -851,8 +850,8 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(sort_staged_pieces_of_every_key_size, T, staged_ke
 BOOST_AUTO_TEST_CASE(sort_staged_pieces_compare_input_keys_only) {
   namespace cb = internals::cuda;
   using key_line = decltype(cb::merge_sort_table<std::int32_t, void>::template boxes<sm90_line>());
-  using kbs = std::tuple_element_t<0, key_line>;
-  using kmid = std::tuple_element_t<1, key_line>;
+  using kbs = typename key_line::block_sort;
+  using kmid = typename key_line::pass;
   thrust::device_vector<int> seen(1, 0);
   const input_keys_only_less comp{thrust::raw_pointer_cast(seen.data())};
   auto run = [&](const auto& policy, long long n, const char* what) {
@@ -919,8 +918,8 @@ void check_sort_at_every_offset(long long n, std::uint64_t seed, const std::stri
 BOOST_AUTO_TEST_CASE_TEMPLATE(sort_tiles_stored_at_every_offset, T, staged_key_types) {
   namespace cb = internals::cuda;
   using key_line = decltype(cb::merge_sort_table<std::int32_t, void>::template boxes<sm90_line>());
-  using kbs = std::tuple_element_t<0, key_line>;
-  using kmid = std::tuple_element_t<1, key_line>;
+  using kbs = typename key_line::block_sort;
+  using kmid = typename key_line::pass;
   for (long long n : {64LL * 3 * 5 + 7, 64LL * 3 * 37 + 1, 64LL * 3 * 70 - 5}) {
     check_sort_at_every_offset<T>(n, 400 + n, "boxes 64x3 64x5 4-way", lm::cuda::par.with(sampled_four_way{}));
     check_sort_at_every_offset<T>(n, 500 + n, "boxes 64x3 64x5 2-way",
@@ -942,10 +941,10 @@ BOOST_AUTO_TEST_CASE(no_kernel_spills_at_the_tuned_boxes) {
     constexpr bool pairs = !std::is_same_v<V, char>;
     using table = cb::merge_sort_table<K, std::conditional_t<pairs, V, void>>;
     using boxes = decltype(table::template boxes<sm90_line>());
-    using bs = std::tuple_element_t<0, boxes>;
-    using mb = std::tuple_element_t<1, boxes>;
-    using large = std::tuple_element_t<4, boxes>;  // the passes' box of large sorts
-    using mid_sized = std::tuple_element_t<8, boxes>;  // and of mid-sized ones
+    using bs = typename boxes::block_sort;
+    using mb = typename boxes::pass;
+    using large = typename boxes::large_pass;  // the passes' box of large sorts
+    using mid_sized = typename boxes::mid_pass;  // and of mid-sized ones
     using pass = cb::sort_pass<K, V, pairs, false>;
     cuda_test::check_no_local_memory(cb::block_sort_kernel<bs, K, V, pairs, false, V*, lm::less<>>, what);
     cuda_test::check_no_local_memory(cb::pass_kernel<mb, 4, pass, lm::less<>>, what);

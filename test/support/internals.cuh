@@ -120,16 +120,19 @@ sort_choice sort_choice_of(long long n) {
   // The line's sizes (as with_sort_boxes reads them).
   cb::with_tuned_boxes<table>(
       dev, "merge_sort",
-      [](auto bs_box, auto...) { return cb::block_sort_kernel<decltype(bs_box), K, V, WithValues, Indices, ValsIn, Comp>; },
-      [&](auto, auto, auto ways, auto any4, auto, auto large_log2, auto one_kernel, auto numbers4, auto, auto mid_log2) {
+      [](auto boxes) {
+        return cb::block_sort_kernel<typename decltype(boxes)::block_sort, K, V, WithValues, Indices, ValsIn, Comp>;
+      },
+      [&](auto boxes) {
+        using B = decltype(boxes);
         c.numbers = cb::orders_numbers_v<Comp, K>;
-        c.max_ways = decltype(ways)::value;
-        c.four_way_log2 = c.numbers ? decltype(numbers4)::value : decltype(any4)::value;
-        c.large_log2 = decltype(large_log2)::value;
-        c.mid_log2 = decltype(mid_log2)::value;
-        c.one_kernel_log2 = decltype(one_kernel)::log2;
-        c.separate_log2 = decltype(one_kernel)::separate_log2;
-        c.one_kernel_nv = decltype(one_kernel)::box::nv;
+        c.max_ways = B::ways;
+        c.four_way_log2 = c.numbers ? B::numbers_four_way_log2 : B::four_way_log2;
+        c.large_log2 = B::large_log2;
+        c.mid_log2 = B::mid_log2;
+        c.one_kernel_log2 = B::one_kernel::log2;
+        c.separate_log2 = B::one_kernel::separate_log2;
+        c.one_kernel_nv = B::one_kernel::box::nv;
       });
   c.box = c.large_log2 > 0 && n >= (1ll << c.large_log2) ? 2 : (c.mid_log2 > 0 && n >= (1ll << c.mid_log2) ? 1 : 0);
   // The boxes of the call and its choices (sort_with_boxes, launch_one_kernel_sort, launch_merge_sort).

@@ -16,7 +16,6 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -270,6 +269,24 @@ struct one_kernel_class {
 
 using no_one_kernel = one_kernel_class<launch_box<32, 1>, 1, 0, 0>;
 
+// A sort line's boxes (merge_sort_table::boxes), by name: the block sort's; the passes', their way count and
+// the log2 sizes from which they merge 4 ways (any comparator; numbers in their natural order); mid-sized and
+// large sorts' pass boxes from their log2 sizes (0: never); the one-kernel class.
+template <class BlockSort, class Pass, int Ways, int FourWayLog2, int NumbersFourWayLog2, class MidPass, int MidLog2,
+          class LargePass, int LargeLog2, class OneKernel>
+struct sort_boxes {
+  using block_sort = BlockSort;
+  using pass = Pass;
+  static constexpr int ways = Ways;
+  static constexpr int four_way_log2 = FourWayLog2;
+  static constexpr int numbers_four_way_log2 = NumbersFourWayLog2;
+  using mid_pass = MidPass;
+  static constexpr int mid_log2 = MidLog2;
+  using large_pass = LargePass;
+  static constexpr int large_log2 = LargeLog2;
+  using one_kernel = OneKernel;
+};
+
 // The merge sort's tuning and plan: boxes per key and value type, the passes
 // of a sort of n keys, and where a sort for the sort across GPUs leaves its data.
 
@@ -301,9 +318,6 @@ struct merge_sort_table {
   static constexpr int shrink(int nt, int vt, std::size_t bytes_per_element, bool power_of_two) {
     return tuning::fit_threads(nt, vt, bytes_per_element, tuning::tile_smem_portable, power_of_two);
   }
-  // Line I's boxes, in order: block sort, passes, ways, 4-way log2 size; large sorts' pass box and log2 size
-  // (0: never); the one-kernel class; the 4-way log2 size for numbers under their natural order
-  // (with_sort_boxes picks one); mid-sized sorts' pass box and log2 size (0: never).
   template <std::size_t I>
   static constexpr auto boxes() {
     constexpr auto l = lines[I];
@@ -322,17 +336,15 @@ struct merge_sort_table {
                                     : tuning::scale_vt(l.small_vt_keys, 4, sizeof(K));
     constexpr int small_log2 = element_bytes <= 8 ? (pairs ? l.small_log2_pairs : l.small_log2_keys)
                                : (wide && sizeof(K) <= 16 ? l.small_log2_wide : 0);
-    return std::tuple<launch_box<shrink(bs_nt, bs_vt_, bs_bytes, true), bs_vt_>,
-                      launch_box<shrink(nt, vt_, pass_bytes, false), vt_>, std::integral_constant<int, wide ? 2 : l.ways>,
-                      std::integral_constant<int, pairs ? l.four_way_log2_pairs : l.four_way_log2>,
-                      launch_box<shrink(l.large_nt, large_vt_, pass_bytes, false), large_vt_>,
-                      std::integral_constant<int, large_log2>,
+    return sort_boxes<launch_box<shrink(bs_nt, bs_vt_, bs_bytes, true), bs_vt_>,
+                      launch_box<shrink(nt, vt_, pass_bytes, false), vt_>, wide ? 2 : l.ways,
+                      pairs ? l.four_way_log2_pairs : l.four_way_log2,
+                      pairs ? l.numbers_four_way_log2_pairs : l.numbers_four_way_log2,
+                      launch_box<shrink(l.mid_nt, mid_vt_, pass_bytes, false), mid_vt_>, mid_log2,
+                      launch_box<shrink(l.large_nt, large_vt_, pass_bytes, false), large_vt_>, large_log2,
                       one_kernel_class<launch_box<l.small_nt, small_vt>,
                                        pairs ? l.small_ctas_pairs : l.small_ctas_keys, small_log2,
-                                       pairs ? 0 : l.small_separate_log2_keys>,
-                      std::integral_constant<int, pairs ? l.numbers_four_way_log2_pairs : l.numbers_four_way_log2>,
-                      launch_box<shrink(l.mid_nt, mid_vt_, pass_bytes, false), mid_vt_>,
-                      std::integral_constant<int, mid_log2>>{};
+                                       pairs ? 0 : l.small_separate_log2_keys>>{};
   }
 };
 
