@@ -241,7 +241,9 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
             }
           }
           if constexpr (B::mid_log2 > 0) {
-            if (n >= (index_t(1) << B::mid_log2)) return f(bs{}, typename B::mid_pass{}, ways{}, four_way_log2{}, one_kernel{});
+            if (n >= (index_t(1) << B::mid_log2)) {
+              return f(bs{}, typename B::mid_pass{}, ways{}, four_way_log2{}, one_kernel{});
+            }
           }
           f(bs{}, typename B::pass{}, ways{}, four_way_log2{}, one_kernel{});
         });

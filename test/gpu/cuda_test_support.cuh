@@ -186,8 +186,8 @@ search_tuning tuned_search() {
 // tile below 2^small_needles_log2 needles, where a tuned call goes per
 // needle.
 template <class TA, class TB = TA>
-using sm90_search_tile = typename decltype(internals::cuda::search_table<TA, TB>::template boxes<static_cast<std::size_t>(
-    libmerge::tuning::entry_for(90))>())::dense;
+using sm90_search_tile = typename decltype(internals::cuda::search_table<TA, TB>::template boxes<
+                                           static_cast<std::size_t>(libmerge::tuning::entry_for(90))>())::dense;
 template <class TA, class TB = TA>
 auto dense_tile_policy() {
   return libmerge::cuda::par.with(sm90_search_tile<TA, TB>{});

@@ -664,8 +664,8 @@ BOOST_AUTO_TEST_CASE(no_merge_kernel_spills_at_the_tuned_boxes) {
     using table = cb::merge_table<K, std::conditional_t<pairs, V, void>>;
     constexpr int line = lm::tuning::entry_for(90);
     using boxes = decltype(table::template boxes<static_cast<std::size_t>(line)>());
-    using large = std::tuple_element_t<0, boxes>;
-    using small = std::tuple_element_t<1, boxes>;
+    using large = typename boxes::large;
+    using small = typename boxes::small;
     auto name = [&](auto box) {
       return std::string(what) + " " + std::to_string(decltype(box)::nt) + "x" + std::to_string(decltype(box)::vt);
     };
