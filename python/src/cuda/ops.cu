@@ -65,8 +65,7 @@ struct gpu_backend {
 // searchsorted's search of needles whose order is not known, queued whole: the merge-path search, whose
 // tiles (which read every needle anyway) report a descent (search_reports::descents), then a grid that searches
 // each needle alone where they did and returns at once where they did not. No read of the needles first, and
-// no wait for the report (H100, 2^24 int32 each: a look first 0.180 ms a call, a wait for the report 0.150,
-// the search alone 0.117).
+// no wait for the report (H200, 2^24 int32 each: 0.107 ms a call, 0.138 waiting for the report, 0.094 told sorted).
 template <bool Upper, class T, class Comp>
 __global__ void search_each_if_reported(const unsigned* descents, const T* v, i64 nv, const T* a, i64 na, i64* out,
                                         Comp comp) {
