@@ -6,6 +6,8 @@
 // warp form: device only).
 #pragma once
 
+#include <type_traits>
+
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/search_tags.hpp"
 
@@ -415,6 +417,75 @@ LIBMERGE_HOST_DEVICE run_split<Ways> group_split(const run_group<Ways, K>& g, in
   } else {
     return halves_split(g.half(0), g.half(1), d, comp, samples);
   }
+}
+
+// W runs as a group gives them (len[r], key(r, i), run(r): run_group, the k-way merge's four_runs).
+// From a cut of the runs' samples to the cut at diagonal d * rate.every() of the runs: c.s[r] of run r's
+// samples (sample j: its key j * rate.every(), in sg) precede sample diagonal d. The splitter, the last
+// sample taken in the merge's order (ties: the later run), is found in each other run between its two
+// samples (upper bound before the splitter's run, lower after: stable); then on to the target, fewer than
+// W samples' spacing on, in steps that take, of the keys q = ceil(k / W) into each run, the first's q at
+// once (fewer than k precede it): W independent loads a round, not k dependent steps. Bounded, so any comp
+// ends; every probe is in range.
+template <int W, class Runs, class SampleRuns, class Rate, class Comp>
+LIBMERGE_HOST_DEVICE run_split<W> sampled_split(const Runs& g, const SampleRuns& sg, const run_split<W>& c, index_t d,
+                                                Rate rate, Comp& comp) {
+  run_split<W> cut;
+  LIBMERGE_UNROLL
+  for (int r = 0; r < W; ++r) cut.s[r] = 0;
+  if (d == 0) return cut;
+  const auto every = rate.every();
+  int rs = -1;
+  std::decay_t<decltype(g.key(0, 0))> x{};
+  LIBMERGE_UNROLL
+  for (int r = 0; r < W; ++r) {
+    if (c.s[r] == 0) continue;
+    const auto k = sg.key(r, c.s[r] - 1);
+    if (rs < 0 || !comp(k, x)) {
+      rs = r;
+      x = k;
+    }
+  }
+  LIBMERGE_UNROLL
+  for (int r = 0; r < W; ++r) {
+    const index_t taken = c.s[r];
+    if (r == rs) {
+      cut.s[r] = every * (taken - 1) + 1;
+    } else if (taken > 0) {
+      const index_t hi = every * taken < g.len[r] ? every * taken : g.len[r];
+      const index_t lo = every * (taken - 1) + 1 < hi ? every * (taken - 1) + 1 : hi;
+      cut.s[r] = rank_in_run(g.run(r), lo, hi, x, r < rs, comp);
+    }
+  }
+  index_t done = 0;
+  LIBMERGE_UNROLL
+  for (int r = 0; r < W; ++r) done += cut.s[r];
+  const index_t target = d * every;
+  for (index_t k = target - done < W * every ? target - done : W * every; k > 0;) {
+    const index_t q = (k + W - 1) / W;
+    int pick = -1;
+    index_t take = 0;
+    std::decay_t<decltype(g.key(0, 0))> first{};
+    LIBMERGE_UNROLL
+    for (int r = 0; r < W; ++r) {
+      const index_t left = g.len[r] - cut.s[r];
+      if (left <= 0) continue;
+      const index_t p = left < q ? left : q;
+      const auto e = g.key(r, cut.s[r] + p - 1);
+      if (pick < 0 || comp(e, first)) {
+        pick = r;
+        first = e;
+        take = p;
+      }
+    }
+    if (pick < 0) break;
+    LIBMERGE_UNROLL
+    for (int r = 0; r < W; ++r) {
+      if (r == pick) cut.s[r] += take;
+    }
+    k -= take;
+  }
+  return cut;
 }
 
 // Where diagonal d of the stable merge of k runs falls: lo[r] of run r's

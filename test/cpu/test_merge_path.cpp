@@ -370,6 +370,79 @@ BOOST_AUTO_TEST_CASE(multiway_split_is_the_stable_k_way_split) {
   }
 }
 
+// W runs as a group gives them to sampled_split (len, key, run), every read through checked_iterator.
+template <int W>
+struct runs_view {
+  std::vector<checked_iterator<const int>> first;
+  lm::index_t len[W];
+  checked_iterator<const int> run(int r) const { return first[static_cast<std::size_t>(r)]; }
+  int key(int r, lm::index_t i) const { return first[static_cast<std::size_t>(r)][i]; }
+};
+template <int W>
+runs_view<W> view_of(const std::vector<std::vector<int>>& keys) {
+  runs_view<W> v;
+  for (int r = 0; r < W; ++r) {
+    const auto n = static_cast<lm::index_t>(keys[static_cast<std::size_t>(r)].size());
+    v.first.emplace_back(keys[static_cast<std::size_t>(r)].data(), n);
+    v.len[r] = n;
+  }
+  return v;
+}
+struct every_rate {
+  lm::index_t e;
+  lm::index_t every() const { return e; }
+};
+
+// Each run's count before diagonal d of the stable merge of `keys` (ties: the earlier run), for every d.
+std::vector<std::vector<lm::index_t>> stable_counts(const std::vector<std::vector<int>>& keys) {
+  std::vector<std::pair<int, int>> merged;  // (key, run), stably sorted by key
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    for (int x : keys[r]) merged.emplace_back(x, static_cast<int>(r));
+  }
+  std::stable_sort(merged.begin(), merged.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::vector<lm::index_t>> counts(merged.size() + 1, std::vector<lm::index_t>(keys.size(), 0));
+  for (std::size_t d = 0; d < merged.size(); ++d) {
+    counts[d + 1] = counts[d];
+    ++counts[d + 1][static_cast<std::size_t>(merged[d].second)];
+  }
+  return counts;
+}
+
+// sampled_split (W = 4, 8): from the split of the runs' samples (every `every`-th key) at every sample
+// diagonal to each run's count in a brute-force stable merge at that diagonal times `every` (few distinct
+// keys, empty runs, every probe in range).
+template <int W>
+void check_sampled_split(std::mt19937_64& rng) {
+  for (int iter = 0; iter < 150; ++iter) {
+    const lm::index_t every = lm::index_t{1} << (rng() % 4);
+    std::vector<std::vector<int>> keys(W), samples(W);
+    for (int r = 0; r < W; ++r) {
+      auto& k = keys[static_cast<std::size_t>(r)];
+      k.resize(rng() % 4 == 0 ? 0 : rng() % 40);
+      for (auto& x : k) x = static_cast<int>(rng() % (iter % 2 == 0 ? 3 : 1000));
+      std::sort(k.begin(), k.end());
+      for (std::size_t i = 0; i < k.size(); i += static_cast<std::size_t>(every)) samples[r].push_back(k[i]);
+    }
+    const auto want = stable_counts(keys), sample_counts = stable_counts(samples);
+    const runs_view<W> runs = view_of<W>(keys), sampled = view_of<W>(samples);
+    auto comp = lm::less<>{};
+    for (std::size_t d = 0; d < sample_counts.size() && d * every < want.size(); ++d) {
+      lm::detail::run_split<W> c;
+      for (int r = 0; r < W; ++r) c.s[r] = sample_counts[d][static_cast<std::size_t>(r)];
+      const auto cut = lm::detail::sampled_split<W>(runs, sampled, c, static_cast<lm::index_t>(d), every_rate{every},
+                                                    comp);
+      BOOST_TEST_REQUIRE((std::vector<lm::index_t>(cut.s, cut.s + W) == want[d * every]),
+                         "case " << iter << ", W = " << W << ", every " << every << ", sample diagonal " << d);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sampled_split_is_the_stable_k_way_split) {
+  std::mt19937_64 rng(306);
+  check_sampled_split<4>(rng);
+  check_sampled_split<8>(rng);
+}
+
 // The sparse search's lockstep forms give bound_within's answers, needle by
 // needle, for 1-, 2- and 4-ary steps alike.
 BOOST_AUTO_TEST_CASE(lockstep_bounds_are_bound_within) {

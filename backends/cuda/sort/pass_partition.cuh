@@ -205,73 +205,15 @@ __device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K
 }
 
 // The cut of a 4-way group at sample diagonal d: the search over the run samples (sg, pair samples hs), then
-// the splitter (the last sample taken in the merge's order; ties: the later run) found in each other run
-// between its two samples: upper bound before the splitter's run, lower after (stable). Probes stay in range.
-// Runs: run_group (the sort's runs side by side) or four_runs (the k-way merge's, anywhere); sample j of
-// run k is run k's key j * every (rate).
+// on to the tile's diagonal in the runs (sampled_split), so tiles hold exactly nv and stay aligned (H100, 2^28
+// int32: cuts near the samples' diagonals cost the pass kernel 9%; docs/cuda-merge-sort.md). Runs: run_group
+// (the sort's runs side by side) or four_runs (the k-way merge's, anywhere); sample j of run k is run k's key
+// j * every (rate).
 template <class Runs, class K, class Comp, class Rate = sort_sample_rate>
 __device__ __forceinline__ run_split<4> sampled_cut(const Runs& g, const Runs& sg, index_t d,
                                                     const half_samples<K>& hs, Comp& comp, Rate rate = {}) {
-  run_split<4> cut{{0, 0, 0, 0}};
-  if (d == 0) return cut;
-  const auto every = rate.every();
-  const index_t target = d * every;
-  const run_split<4> c = group_split(sg, d, comp, hs);
-  int rs = -1;
-  K x{};
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    if (c.s[r] == 0) continue;
-    const K k = sg.key(r, c.s[r] - 1);
-    if (rs < 0 || !comp(k, x)) {
-      rs = r;
-      x = k;
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const index_t taken = c.s[r];
-    if (r == rs) {
-      cut.s[r] = every * (taken - 1) + 1;
-    } else if (taken > 0) {
-      const K* run = g.run(r);
-      const index_t hi = every * taken < g.len[r] ? every * taken : g.len[r];
-      const index_t lo = every * (taken - 1) + 1 < hi ? every * (taken - 1) + 1 : hi;
-      cut.s[r] = rank_in_run(run, lo, hi, x, r < rs, comp);
-    }
-  }
-  // On to the tile's diagonal `target`, so tiles hold exactly nv and stay aligned (H100, 2^28 int32: cuts
-  // near the samples' diagonals cost the pass kernel 9%; docs/cuda-merge-sort.md). With k left, of the keys
-  // q = ceil(k / 4) into each run the first (ties: earlier run) has < k before it: its q are taken at once,
-  // four independent loads a round, not k dependent steps. Bounded, so any comp ends; clamp_pieces clamps.
-  index_t done = 0;
-#pragma unroll
-  for (int r = 0; r < 4; ++r) done += cut.s[r];
-  for (index_t k = target - done < 4 * every ? target - done : 4 * every; k > 0;) {
-    const index_t q = (k + 3) / 4;
-    int pick = -1;
-    index_t take = 0;
-    K first{};
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const index_t left = g.len[r] - cut.s[r];
-      if (left <= 0) continue;
-      const index_t p = left < q ? left : q;
-      const K e = g.key(r, cut.s[r] + p - 1);
-      if (pick < 0 || comp(e, first)) {
-        pick = r;
-        first = e;
-        take = p;
-      }
-    }
-    if (pick < 0) break;
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      if (r == pick) cut.s[r] += take;
-    }
-    k -= take;
-  }
-  return cut;
+  if (d == 0) return run_split<4>{{0, 0, 0, 0}};
+  return sampled_split<4>(g, sg, group_split(sg, d, comp, hs), d, rate, comp);
 }
 
 // Each tile's start and descriptor (partition.cuh's tile form) for a tiling: the sort's pass (below) or
