@@ -2,8 +2,8 @@
 // lies before the answer (a thread's binary search, two in lockstep, and a
 // warp's 33-ary search), and the searches made of it: bounds, ranks in a run,
 // the merge path, and the k-way merge path (2 or 4 runs: group_split,
-// halves_split; any number: multiway_split). Plain C++, host and device (the
-// warp form: device only).
+// halves_split; from a split of run samples: sampled_split; any number:
+// multiway_split). Plain C++, host and device (the warp form: device only).
 #pragma once
 
 #include <type_traits>
@@ -434,9 +434,10 @@ LIBMERGE_HOST_DEVICE run_split<W> sampled_split(const Runs& g, const SampleRuns&
   LIBMERGE_UNROLL
   for (int r = 0; r < W; ++r) cut.s[r] = 0;
   if (d == 0) return cut;
+  using K = std::decay_t<decltype(g.key(0, 0))>;
   const auto every = rate.every();
   int rs = -1;
-  std::decay_t<decltype(g.key(0, 0))> x{};
+  K x{};
   LIBMERGE_UNROLL
   for (int r = 0; r < W; ++r) {
     if (c.s[r] == 0) continue;
@@ -465,7 +466,7 @@ LIBMERGE_HOST_DEVICE run_split<W> sampled_split(const Runs& g, const SampleRuns&
     const index_t q = (k + W - 1) / W;
     int pick = -1;
     index_t take = 0;
-    std::decay_t<decltype(g.key(0, 0))> first{};
+    K first{};
     LIBMERGE_UNROLL
     for (int r = 0; r < W; ++r) {
       const index_t left = g.len[r] - cut.s[r];
