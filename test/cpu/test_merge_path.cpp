@@ -333,6 +333,21 @@ BOOST_AUTO_TEST_CASE(rank_in_run_is_the_stable_k_way_rank) {
   }
 }
 
+// Each run's count before diagonal d of the stable merge of `keys` (ties: the earlier run), for every d.
+std::vector<std::vector<lm::index_t>> stable_counts(const std::vector<std::vector<int>>& keys) {
+  std::vector<std::pair<int, int>> merged;  // (key, run), stably sorted by key
+  for (std::size_t r = 0; r < keys.size(); ++r) {
+    for (int x : keys[r]) merged.emplace_back(x, static_cast<int>(r));
+  }
+  std::stable_sort(merged.begin(), merged.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::vector<lm::index_t>> counts(merged.size() + 1, std::vector<lm::index_t>(keys.size(), 0));
+  for (std::size_t d = 0; d < merged.size(); ++d) {
+    counts[d + 1] = counts[d];
+    ++counts[d + 1][static_cast<std::size_t>(merged[d].second)];
+  }
+  return counts;
+}
+
 // multiway_split at every diagonal of the stable merge of K runs (K = 1 to
 // 9, empty runs, few distinct keys) gives, for each run, how many of its
 // elements the brute-force merge puts before the diagonal; every probe goes
@@ -352,20 +367,16 @@ BOOST_AUTO_TEST_CASE(multiway_split_is_the_stable_k_way_split) {
       std::ptrdiff_t n;
     };
     std::vector<run> runs;
-    std::vector<std::pair<int, int>> merged;  // (key, run), stably sorted by key
     for (int v = 0; v < k; ++v) {
       const auto n = static_cast<std::ptrdiff_t>(keys[v].size());
       runs.push_back({checked_iterator<const int>(keys[v].data(), n), n});
-      for (int x : keys[v]) merged.emplace_back(x, v);
     }
-    std::stable_sort(merged.begin(), merged.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    const auto want = stable_counts(keys);
     std::vector<lm::index_t> lo(k), hi(k), count(k);
-    for (std::size_t d = 0; d <= merged.size(); ++d) {
+    for (std::size_t d = 0; d < want.size(); ++d) {
       auto comp = lm::less<>{};
       lm::detail::multiway_split(runs.data(), k, static_cast<lm::index_t>(d), lo.data(), hi.data(), count.data(), comp);
-      std::vector<lm::index_t> want(k, 0);
-      for (std::size_t i = 0; i < d; ++i) ++want[merged[i].second];
-      BOOST_TEST_REQUIRE(lo == want, "case " << iter << ", K = " << k << ", diagonal " << d);
+      BOOST_TEST_REQUIRE(lo == want[d], "case " << iter << ", K = " << k << ", diagonal " << d);
     }
   }
 }
@@ -392,21 +403,6 @@ struct every_rate {
   lm::index_t e;
   lm::index_t every() const { return e; }
 };
-
-// Each run's count before diagonal d of the stable merge of `keys` (ties: the earlier run), for every d.
-std::vector<std::vector<lm::index_t>> stable_counts(const std::vector<std::vector<int>>& keys) {
-  std::vector<std::pair<int, int>> merged;  // (key, run), stably sorted by key
-  for (std::size_t r = 0; r < keys.size(); ++r) {
-    for (int x : keys[r]) merged.emplace_back(x, static_cast<int>(r));
-  }
-  std::stable_sort(merged.begin(), merged.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-  std::vector<std::vector<lm::index_t>> counts(merged.size() + 1, std::vector<lm::index_t>(keys.size(), 0));
-  for (std::size_t d = 0; d < merged.size(); ++d) {
-    counts[d + 1] = counts[d];
-    ++counts[d + 1][static_cast<std::size_t>(merged[d].second)];
-  }
-  return counts;
-}
 
 // sampled_split (W = 4, 8): from the split of the runs' samples (every `every`-th key) at every sample
 // diagonal to each run's count in a brute-force stable merge at that diagonal times `every` (few distinct
