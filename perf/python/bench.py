@@ -245,20 +245,21 @@ def main():
     rows = []
     sections = (lambda: rows_searchsorted(rows, cp, jax), lambda: rows_merge(rows), lambda: rows_lexsort(rows, cp),
                 lambda: rows_sort(rows, cp), lambda: rows_small(rows), lambda: rows_compute(rows, cp, cc))
+    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "cupy": cp.__version__ if cp is not None else None, "jax": jax.__version__ if jax is not None else None,
+            "cuda.compute": _version("cuda-cccl") if cc is not None else None, "runs": RUNS}
     for section in sections:
         try:
             section()
         except Exception as e:  # noqa: BLE001 (the other sections still run; the error is printed)
             print(f"bench: a section failed: {type(e).__name__}: {e}", flush=True)
+        for r in rows:
+            r["speedup"] = r["peer_ms"] / r["libmerge_ms"]
+        with open(out, "w") as f:  # after each section: a run cut short keeps what it measured
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
     for r in rows:
-        r["speedup"] = r["peer_ms"] / r["libmerge_ms"]
         print(f"{r['case']:<70} {r['libmerge_ms']:9.4f} ms  {r['peer']:<42} {r['peer_ms']:9.4f} ms  "
               f"{r['speedup']:5.2f}x", flush=True)
-    meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "cupy": cp.__version__ if cp is not None else None, "jax": jax.__version__ if jax is not None else None,
-            "cuda.compute": _version("cuda-cccl") if cc is not None else None, "runs": RUNS}
-    with open(out, "w") as f:
-        json.dump({"meta": meta, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
