@@ -1,6 +1,8 @@
 """libmerge's Python functions on the GPU against PyTorch's, CuPy's and JAX's own (issue 61's table).
 
-    python3 perf/python/bench.py OUT.json [--quick]
+    python3 perf/python/bench.py OUT.json [--quick] [--only SECTION,...]
+
+SECTION: searchsorted, merge, lexsort, sort, small, compute (default: all).
 
 Each case times libmerge's default call (no options beyond the issue's) and
 each peer in the same run: CUDA events on the default stream around one call,
@@ -243,14 +245,20 @@ def main():
     out = sys.argv[1]
     cp, jax, cc = _cupy(), _jax(), _compute()
     rows = []
-    sections = (lambda: rows_searchsorted(rows, cp, jax), lambda: rows_merge(rows), lambda: rows_lexsort(rows, cp),
-                lambda: rows_sort(rows, cp), lambda: rows_small(rows), lambda: rows_compute(rows, cp, cc))
+    sections = {"searchsorted": lambda: rows_searchsorted(rows, cp, jax), "merge": lambda: rows_merge(rows),
+                "lexsort": lambda: rows_lexsort(rows, cp), "sort": lambda: rows_sort(rows, cp),
+                "small": lambda: rows_small(rows), "compute": lambda: rows_compute(rows, cp, cc)}
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(sections)
+    unknown = [name for name in only if name not in sections]
+    if unknown:
+        sys.exit(f"bench.py: no section {unknown}; the sections: {', '.join(sections)}")
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cupy": cp.__version__ if cp is not None else None, "jax": jax.__version__ if jax is not None else None,
-            "cuda.compute": _version("cuda-cccl") if cc is not None else None, "runs": RUNS}
-    for section in sections:
+            "cuda.compute": _version("cuda-cccl") if cc is not None else None, "runs": RUNS,
+            "sections": only}
+    for name in only:
         try:
-            section()
+            sections[name]()
         except Exception as e:  # noqa: BLE001 (the other sections still run; the error is printed)
             print(f"bench: a section failed: {type(e).__name__}: {e}", flush=True)
         for r in rows:
