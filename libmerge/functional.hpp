@@ -1,4 +1,4 @@
-// Comparators usable on the host and on the device.
+// Comparators usable on the host and on the device, and the tie rule of a merge of two sides.
 #pragma once
 
 #include <type_traits>
@@ -63,5 +63,11 @@ struct greater<void> {
     return detail::ordered_less(b, a);
   }
 };
+
+// Which side goes first on ties, in a merge and in a search of two sides:
+// bounds::lower: each A gets its lower bound into B, each B its upper bound into A.
+// bounds::upper: the reverse. Either way the pair describes one merge of A and B
+// (lower: A first on ties; upper: B first), which is why one search pass yields both.
+enum class bounds { lower, upper };
 
 }  // namespace libmerge

@@ -6,13 +6,11 @@
 #include <type_traits>
 
 #include "detail/config.hpp"
+#include "functional.hpp"
 
 namespace libmerge {
 
-// bounds::lower: each A gets its lower bound into B, each B its upper bound into A.
-// bounds::upper: the reverse. Either way the pair describes one merge of A and B
-// (lower: A first on ties; upper: B first), which is why one pass yields both.
-enum class bounds { lower, upper };
+// bounds (lower, upper): functional.hpp, with the orders (merges and sorts take it too).
 
 // What one side of a search writes for each of its elements:
 //   none        - nothing; the output iterator is never touched (nullptr is fine).

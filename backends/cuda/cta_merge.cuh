@@ -14,7 +14,6 @@
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/functional.hpp"
-#include "../../libmerge/search_tags.hpp"
 #include "../../policies/launch_box.hpp"
 #include "../engine/search.hpp"
 #include "bulk_load.cuh"

@@ -20,7 +20,7 @@
 #include <utility>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/search_tags.hpp"
+#include "../../libmerge/functional.hpp"
 #include "../engine/search.hpp"
 #include "runtime.cuh"
 

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "../../libmerge/detail/config.hpp"
-#include "../../libmerge/search_tags.hpp"
+#include "../../libmerge/functional.hpp"
 
 namespace libmerge::detail {
 
