@@ -243,15 +243,21 @@ def rows_small(rows):
 
 def main():
     out = sys.argv[1]
-    cp, jax, cc = _cupy(), _jax(), _compute()
     rows = []
+    # (cp, jax and cc are bound below, once the arguments are checked: the frameworks take seconds to start)
     sections = {"searchsorted": lambda: rows_searchsorted(rows, cp, jax), "merge": lambda: rows_merge(rows),
                 "lexsort": lambda: rows_lexsort(rows, cp), "sort": lambda: rows_sort(rows, cp),
                 "small": lambda: rows_small(rows), "compute": lambda: rows_compute(rows, cp, cc)}
-    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else list(sections)
+    only = list(sections)
+    if "--only" in sys.argv:
+        at = sys.argv.index("--only") + 1
+        if at == len(sys.argv):
+            sys.exit("bench.py: --only needs a list of sections, e.g. --only sort,small")
+        only = sys.argv[at].split(",")
     unknown = [name for name in only if name not in sections]
     if unknown:
         sys.exit(f"bench.py: no section {unknown}; the sections: {', '.join(sections)}")
+    cp, jax, cc = _cupy(), _jax(), _compute()
     meta = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cupy": cp.__version__ if cp is not None else None, "jax": jax.__version__ if jax is not None else None,
             "cuda.compute": _version("cuda-cccl") if cc is not None else None, "runs": RUNS,
