@@ -468,7 +468,7 @@ void run_gpu(const options& opt, std::string& device_name, double& copy_gbs) {
       tune_case<std::int64_t, void, launch_box<256, 7>, launch_box<256, 9>, launch_box<512, 5>, launch_box<512, 7>,
                 launch_box<512, 9>>(timer, wide);
     } else if (opt.tune) {
-      // The shapes around each tuned line (policies/launch_box.hpp).
+      // The shapes around each tuned line (policies/cuda.hpp).
       using lm::launch_box;
       tune_case<std::int32_t, void, launch_box<256, 23>, launch_box<384, 19>, launch_box<384, 23>, launch_box<512, 15>,
                 launch_box<512, 17>, launch_box<512, 19>, launch_box<512, 21>, launch_box<512, 23>>(timer, keys);

@@ -317,7 +317,7 @@ struct sort_case {
            ctx.timer->median_ms(su, [&] { run_lm(lm::cuda::par.on(ctx.stream).with_allocator(ctx.temp)); }));
     if (std::is_same_v<Comp, int_less> && s == shape::random) {
       // The same keys under a comparator of the caller's own (int_less):
-      // the tuning table's passes for any comparator (launch_box.hpp).
+      // the tuning table's passes for any comparator (policies/cuda.hpp).
       record("lm, custom comparator", ctx.timer->median_ms(su, [&] { run_lm_with_comp(lm::cuda::par.on(ctx.stream)); }));
     }
     if constexpr (std::is_same_v<Comp, int_less>) {

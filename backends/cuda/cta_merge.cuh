@@ -14,7 +14,7 @@
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/functional.hpp"
-#include "../../policies/launch_box.hpp"
+#include "../../policies/cuda.hpp"
 #include "../engine/search.hpp"
 #include "bulk_load.cuh"
 
@@ -435,7 +435,7 @@ struct merge_layout {
   static constexpr std::size_t bytes = barrier + (StagedRanges > 0 ? 16 : 0);
 };
 
-// This compilation pass's SM limits (policies/launch_box.hpp).
+// This compilation pass's SM limits (policies/cuda.hpp).
 inline constexpr tuning::sm_limits sm_here = tuning::here.sm;
 inline constexpr int sm_max_threads = sm_here.threads;
 

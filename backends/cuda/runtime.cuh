@@ -25,7 +25,7 @@
 
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/functional.hpp"
-#include "../../policies/launch_box.hpp"
+#include "../../policies/cuda.hpp"
 
 namespace libmerge {
 
@@ -239,7 +239,7 @@ constexpr bool line_compiled(std::size_t index) {
 }
 
 // Calls f(boxes) with the tuned line's boxes for the kernels' compiled
-// architecture. Table: static `lines` (policies/launch_box.hpp) and boxes<I>(),
+// architecture. Table: static `lines` (policies/cuda.hpp) and boxes<I>(),
 // a struct whose members name the boxes and sizes; kernel_of(boxes) names a
 // kernel whose architecture picks it.
 template <class Table, class KernelOf, class F>
@@ -266,7 +266,7 @@ void with_tuned_boxes(const device_info& dev, const char* algorithm, KernelOf&& 
           static std::atomic<int> told{-1};
           if (told.exchange(compiled_for) != compiled_for) {
             std::fprintf(stderr,
-                         "libmerge::%s: no tuning entry for sm_%d (policies/launch_box.hpp, tuning::architectures); "
+                         "libmerge::%s: no tuning entry for sm_%d (policies/cuda.hpp, tuning::architectures); "
                          "using sm_%d's\n",
                          algorithm, compiled_for, line_arch);
           }

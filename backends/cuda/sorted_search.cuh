@@ -165,7 +165,7 @@ void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, ind
   }
 }
 
-// When a search goes per needle and how it probes (search_line fields, policies/launch_box.hpp).
+// When a search goes per needle and how it probes (search_line fields, policies/cuda.hpp).
 struct needle_rules {
   int sparse_ratio;
   int quaternary_below;

@@ -529,7 +529,7 @@ int main(int argc, char** argv) {
   paths.print();
   const auto missed = paths.missed();
   // Before sm_80 the tuning has no 4-way passes, one-kernel sorts or larger
-  // tiles (policies/launch_box.hpp): the table is printed, not enforced.
+  // tiles (policies/cuda.hpp): the table is printed, not enforced.
   int device = 0, major = 0;
   const bool tuned = cudaGetDevice(&device) == cudaSuccess &&
                      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
