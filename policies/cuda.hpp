@@ -128,6 +128,10 @@ struct merge_sort_line {
   // The k-way merge's tiles search the runs' samples first where a tile holds
   // this many (0: never), spaced as sparsely as that allows (cuda/multiway.cuh).
   int runs_tile_samples;
+  // The k-way merge's pass box for pairs (cuda/multiway.cuh; kway_nt_pairs 0:
+  // the sort's): its partitions and run samples cost more a tile than the sort's.
+  int kway_nt_pairs;
+  int kway_vt_pairs;
   // Pass kernels' register budget in threads an SM (cuda/sort/pass.cuh
   // pass_ctas_per_sm; which pass gets which: docs/tuning.md).
   int pass_two_way_quarters;
@@ -254,6 +258,8 @@ constexpr architecture sm_90() {
   // H100, 2^28 int32, K = 4: keys every 512th (23 a tile) 0.830 ms, 256th 0.845, none 0.986; pairs every
   // 32nd (36 a tile) 1.99, 128th 2.13, none 3.18
   s.runs_tile_samples = 20;
+  s.kway_nt_pairs = 512;  // H100, 2^28 int32 pairs, K = 64: 5.80 ms against 6.45 at the sort's 128x9
+  s.kway_vt_pairs = 9;
   s.pass_two_way_quarters = 3;             // H100, 2^24 int32: a full SM was no faster (0.837 against 0.829 ms)
   s.pass_threads_wide = 1024;
   // At 1024 threads, 4-way int32/int64 pairs at 21+ values a thread merge their

@@ -350,7 +350,8 @@ void launch_merge_sort(const Policy& policy, const device_info& dev, K* keys, in
 
 // The call's boxes: the policy's (then always separate kernels), else the tuning line of the block sort's
 // compiled architecture: large and mid-sized pass boxes from their sizes on, one-kernel class, and 4-way
-// size for numbers under their natural order (orders_numbers_v) or any comparator.
+// size for numbers under their natural order (orders_numbers_v) or any comparator. f(block-sort box, pass
+// box, ways, 4-way log2, one-kernel class, the k-way merge's pass box).
 template <class Policy, class K, class V, bool WithValues, bool Indices, class ValsIn, class Comp, class F>
 void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F&& f) {
   using Box = typename Policy::box_type;
@@ -368,23 +369,23 @@ void with_sort_boxes(const device_info& dev, const char* algorithm, index_t n, F
           using four_way_log2 =
               std::integral_constant<int, orders_numbers_v<Comp, K> ? B::numbers_four_way_log2 : B::four_way_log2>;
           using one_kernel = typename B::one_kernel;
+          const auto with_pass = [&](auto pass) {
+            using kway = std::conditional_t<std::is_void_v<typename B::kway_pass>, decltype(pass), typename B::kway_pass>;
+            f(bs{}, pass, ways{}, four_way_log2{}, one_kernel{}, kway{});
+          };
           if constexpr (B::large_log2 > 0) {
-            if (n >= (index_t(1) << B::large_log2)) {
-              return f(bs{}, typename B::large_pass{}, ways{}, four_way_log2{}, one_kernel{});
-            }
+            if (n >= (index_t(1) << B::large_log2)) return with_pass(typename B::large_pass{});
           }
           if constexpr (B::mid_log2 > 0) {
-            if (n >= (index_t(1) << B::mid_log2)) {
-              return f(bs{}, typename B::mid_pass{}, ways{}, four_way_log2{}, one_kernel{});
-            }
+            if (n >= (index_t(1) << B::mid_log2)) return with_pass(typename B::mid_pass{});
           }
-          f(bs{}, typename B::pass{}, ways{}, four_way_log2{}, one_kernel{});
+          with_pass(typename B::pass{});
         });
   } else if constexpr (std::is_same_v<Box, typename merge_box_of<Box>::type>) {
-    f(Box{}, Box{}, std::integral_constant<int, 2>{}, std::integral_constant<int, 0>{}, no_one_kernel{});
+    f(Box{}, Box{}, std::integral_constant<int, 2>{}, std::integral_constant<int, 0>{}, no_one_kernel{}, Box{});
   } else {
     f(typename Box::block_sort{}, typename Box::merge{}, std::integral_constant<int, Box::ways>{},
-      std::integral_constant<int, 0>{}, no_one_kernel{});
+      std::integral_constant<int, 0>{}, no_one_kernel{}, typename Box::merge{});
   }
 }
 
@@ -394,7 +395,7 @@ bool sort_with_boxes(const Policy& policy, const device_info& dev, K* keys, inde
                      Comp comp, const char* algorithm, const runs_target<K, V>* into = nullptr) {
   bool in_one_kernel = false;
   with_sort_boxes<Policy, K, V, WithValues, Indices, ValsIn, Comp>(
-      dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
+      dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel, auto) {
         using OneKernel = decltype(one_kernel);
         // Checked calls take separate kernels: the one-kernel sort has no guard.
         if constexpr (OneKernel::log2 > 0 && !is_checked_v<Policy>) {

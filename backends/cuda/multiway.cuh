@@ -391,18 +391,18 @@ void merge_groups(const std::vector<run_group_job<K, V>>& jobs, K* keys_out, V* 
   }
 }
 
-// Calls f(box) with the sort's 4-way pass box for (K, V) on dev and n
-// elements; returns false (f not called) where the sort has no 4-way passes
-// for these types (keys of 8 bytes or more without values, large elements).
+// Calls f(box) with the k-way pass box for (K, V) on dev and n elements (the
+// line's kway_* box, else the sort's 4-way pass box); returns false (f not called) where
+// the sort has no 4-way passes for these types (keys of 8 bytes or more without values, large elements).
 template <class Policy, class K, class V, bool WithValues, class Comp, class F>
 bool with_four_way_box(const device_info& dev, index_t n, const char* algorithm, F&& f) {
   bool four = false;
   if constexpr (sizeof(K) + (WithValues ? sizeof(V) : 0) <= max_element_bytes) {
     with_sort_boxes<Policy, K, V, WithValues, false, V*, Comp>(
-        dev, algorithm, n, [&](auto, auto box, auto ways, auto, auto) {
+        dev, algorithm, n, [&](auto, auto, auto ways, auto, auto, auto kway) {
           if constexpr (decltype(ways)::value == 4) {
             four = true;
-            f(box);
+            f(kway);
           }
         });
   }

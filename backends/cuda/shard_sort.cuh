@@ -46,7 +46,7 @@ template <class Policy, class K, class V, bool WithValues, class Comp>
 sort_outline outline_sort(const device_info& dev, index_t n, bool two_runs, const char* algorithm) {
   sort_outline o;
   with_sort_boxes<Policy, K, V, WithValues, false, V*, Comp>(
-      dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
+      dev, algorithm, n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel, auto) {
         using BsBox = decltype(bs_box);
         if constexpr (decltype(one_kernel)::log2 > 0) {
           if (n < (index_t(1) << decltype(one_kernel)::log2)) {

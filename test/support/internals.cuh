@@ -137,7 +137,7 @@ sort_choice sort_choice_of(long long n) {
   c.box = c.large_log2 > 0 && n >= (1ll << c.large_log2) ? 2 : (c.mid_log2 > 0 && n >= (1ll << c.mid_log2) ? 1 : 0);
   // The boxes of the call and its choices (sort_with_boxes, launch_one_kernel_sort, launch_merge_sort).
   cb::with_sort_boxes<Policy, K, V, WithValues, Indices, ValsIn, Comp>(
-      dev, "merge_sort", n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel) {
+      dev, "merge_sort", n, [&](auto bs_box, auto box, auto ways, auto four_way_log2, auto one_kernel, auto) {
         using OneKernel = decltype(one_kernel);
         c.one_kernel = OneKernel::log2 > 0 && n < (1ll << OneKernel::log2);
         c.block_sort_first = c.one_kernel && OneKernel::separate_log2 > 0 && n >= (1ll << OneKernel::separate_log2);

@@ -271,9 +271,10 @@ using no_one_kernel = one_kernel_class<launch_box<32, 1>, 1, 0, 0>;
 
 // A sort line's boxes (merge_sort_table::boxes), by name: the block sort's; the passes', their way count and
 // the log2 sizes from which they merge 4 ways (any comparator; numbers in their natural order); mid-sized and
-// large sorts' pass boxes from their log2 sizes (0: never); the one-kernel class.
+// large sorts' pass boxes from their log2 sizes (0: never); the one-kernel class; the k-way merge's pass box
+// (void: the sort's pass box for the size).
 template <class BlockSort, class Pass, int Ways, int FourWayLog2, int NumbersFourWayLog2, class MidPass, int MidLog2,
-          class LargePass, int LargeLog2, class OneKernel>
+          class LargePass, int LargeLog2, class OneKernel, class KwayPass>
 struct sort_boxes {
   using block_sort = BlockSort;
   using pass = Pass;
@@ -285,6 +286,7 @@ struct sort_boxes {
   using large_pass = LargePass;
   static constexpr int large_log2 = LargeLog2;
   using one_kernel = OneKernel;
+  using kway_pass = KwayPass;
 };
 
 // The merge sort's tuning and plan: boxes per key and value type, the passes
@@ -322,13 +324,16 @@ struct merge_sort_table {
   static constexpr auto boxes() {
     constexpr auto l = lines[I];
     constexpr int bs_vt_ = bs_vt(l), vt_ = vt(l), large_vt_ = pass_vt(l, l.large_vt_keys, l.large_vt_pairs),
-                  mid_vt_ = pass_vt(l, l.mid_vt_keys, l.mid_vt_pairs);
+                  mid_vt_ = pass_vt(l, l.mid_vt_keys, l.mid_vt_pairs),
+                  kway_vt_ = tuning::scale_vt(l.kway_vt_pairs, 8, element_bytes);
     constexpr std::size_t bs_bytes = sizeof(K) > element_bytes - sizeof(K) ? sizeof(K) : element_bytes - sizeof(K);
     constexpr std::size_t pass_bytes = element_bytes + (pairs ? sizeof(tile_offset) : 0);
     constexpr int bs_nt = wide ? l.wide_nt : (pairs ? l.bs_nt_pairs : l.bs_nt_keys);
     constexpr int nt = wide ? l.wide_nt : l.nt;
     constexpr int large_log2 = wide ? 0 : (pairs ? l.large_log2_pairs : l.large_log2_keys);
     constexpr int mid_log2 = wide ? 0 : (pairs ? l.mid_log2_pairs : l.mid_log2_keys);
+    constexpr bool kway = pairs && l.kway_nt_pairs > 0;
+    using kway_box = launch_box<shrink(kway ? l.kway_nt_pairs : l.nt, kway_vt_, pass_bytes, false), kway_vt_>;
     // One-kernel class: elements of up to 8 bytes, and keys of up to 16 whose
     // vt scales from the 8-byte keys' (16 bytes: 256x5; from 4-byte keys, 256x3).
     constexpr int small_vt = pairs  ? tuning::scale_vt(l.small_vt_pairs, 8, element_bytes)
@@ -344,7 +349,8 @@ struct merge_sort_table {
                       launch_box<shrink(l.large_nt, large_vt_, pass_bytes, false), large_vt_>, large_log2,
                       one_kernel_class<launch_box<l.small_nt, small_vt>,
                                        pairs ? l.small_ctas_pairs : l.small_ctas_keys, small_log2,
-                                       pairs ? 0 : l.small_separate_log2_keys>>{};
+                                       pairs ? 0 : l.small_separate_log2_keys>,
+                      std::conditional_t<kway, kway_box, void>>{};
   }
 };
 
