@@ -134,16 +134,16 @@ void launch_needle_search(const device_info& dev, AIt a, index_t na, BIt b, inde
 // The dense search: Merge Path partitions, then a tile of both inputs a CTA
 // (search_kernel).
 template <class Box, search_type TypeA, search_type TypeB, a_writes AWrites, class Policy, class AIt, class BIt,
-          class AOut, class BOut, class Comp>
+          class AOut, class BOut, class Reports, class Comp>
 void launch_tile_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb,
-                        AOut a_out, BOut b_out, search_reports reports, match_counts* counts, Comp comp,
+                        AOut a_out, BOut b_out, Reports reports, match_counts* counts, Comp comp,
                         const char* algorithm) {
   const cudaStream_t stream = policy.stream();
   using G = search_merge<AIt, BIt>;
   const G g{a, b, na, nb};
   const index_t num_tiles = (na + nb + Box::nv - 1) / Box::nv;
   if (num_tiles > max_grid_ctas) throw_too_many_tiles(algorithm);
-  auto kernel = search_kernel<Box, TypeA, TypeB, AWrites, AIt, BIt, AOut, BOut, Comp>;
+  auto kernel = search_kernel<Box, TypeA, TypeB, AWrites, AIt, BIt, AOut, BOut, Comp, Reports>;
   const std::size_t smem = search_tile_layout<AIt, BIt, Box::nv>::bytes;
   prepare_shared_memory(kernel, smem, dev, Box::nt, Box::vt, algorithm);
   // The partitions, then one byte a block of partitions: out of order?
@@ -177,9 +177,9 @@ struct needle_rules {
 // One search (bounds::lower; the caller swaps sides for upper), per needle or in
 // tiles. counts is zeroed only once nothing can fail before the kernels run.
 template <class Box, class NeedleBox, search_type TypeA, search_type TypeB, a_writes AWrites, int InterpolateFrom,
-          class Policy, class AIt, class BIt, class AOut, class BOut, class Comp>
+          class Policy, class AIt, class BIt, class AOut, class BOut, class Reports, class Comp>
 void launch_search(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
-                   BOut b_out, search_reports reports, match_counts* counts, needle_rules rules, Comp comp,
+                   BOut b_out, Reports reports, match_counts* counts, needle_rules rules, Comp comp,
                    const char* algorithm) {
   constexpr bool a_side = writes_output(TypeA) || AWrites == a_writes::equal_count;
   constexpr bool b_side = writes_output(TypeB);
@@ -247,9 +247,9 @@ struct search_kernel_of {
 // The bounds::lower search with the policy's box (tuned ratios, no
 // needle-count rule) or the tuned line.
 template <search_type TypeA, search_type TypeB, a_writes AWrites, class Policy, class AIt, class BIt, class AOut,
-          class BOut, class Comp>
+          class BOut, class Reports, class Comp>
 void search_lower(const Policy& policy, const device_info& dev, AIt a, index_t na, BIt b, index_t nb, AOut a_out,
-                  BOut b_out, search_reports reports, match_counts* counts, Comp comp, const char* algorithm) {
+                  BOut b_out, Reports reports, match_counts* counts, Comp comp, const char* algorithm) {
   using TA = value_of<AIt>;
   using TB = value_of<BIt>;
   static_assert(std::is_trivially_copyable_v<TA> && std::is_default_constructible_v<TA> &&
@@ -290,13 +290,13 @@ auto output_to_device(It it, index_t length, const device_info& dev, const char*
 // or nowhere (sorted_equality_count).
 enum class counts_to { caller, device_memory, nowhere };
 
-// Every public form ends here. descents (device memory, may be null): set to 1 where a merge-path tile finds
-// A or B out of order, else 0; the per-needle search relies on the haystack's order alone and reads no needle's
-// neighbour (search_reports).
+// Every public form ends here. descents (device memory; Descents unsigned*, else none): set to 1 where a
+// merge-path tile finds A or B out of order, else 0; the per-needle search relies on the haystack's order alone
+// and reads no needle's neighbour (descent_reports).
 template <bounds Bounds, search_type TypeA, search_type TypeB, a_writes AWrites, counts_to Counts, class Policy,
-          class AIt, class BIt, class AOut, class BOut, class Comp>
+          class AIt, class BIt, class AOut, class BOut, class Comp, class Descents = std::nullptr_t>
 match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index_t nb, AOut a_out, BOut b_out,
-                           match_counts* counts, Comp comp, unsigned* descents = nullptr) {
+                           match_counts* counts, Comp comp, Descents descents = nullptr) {
   const char* algorithm = AWrites == a_writes::equal_count ? "sorted_equality_count" : "sorted_search";
   const device_info& dev = current_device(algorithm, policy.stream());
   const auto d_a = to_device(a, na, dev, algorithm, "a_first");
@@ -323,16 +323,21 @@ match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index
   auto* ca = d_counts ? reinterpret_cast<unsigned long long*>(&d_counts->a) : nullptr;
   auto* cb = d_counts ? reinterpret_cast<unsigned long long*>(&d_counts->b) : nullptr;
   const cudaStream_t stream = policy.stream();
-  if (descents != nullptr) {
-    check_cuda(cudaMemsetAsync(descents, 0, sizeof(unsigned), stream), algorithm, "cudaMemsetAsync(descents)");
-  }
+  const auto reports = [&](unsigned long long* first, unsigned long long* second) {
+    if constexpr (std::is_same_v<Descents, std::nullptr_t>) {
+      return search_reports{first, second};
+    } else {
+      check_cuda(cudaMemsetAsync(descents, 0, sizeof(unsigned), stream), algorithm, "cudaMemsetAsync(descents)");
+      return descent_reports{{first, second}, descents};
+    }
+  };
   if constexpr (Bounds == bounds::lower) {
-    search_lower<TypeA, TypeB, AWrites>(policy, dev, d_a, na, d_b, nb, d_a_out, d_b_out,
-                                        search_reports{ca, cb, descents}, d_counts, comp, algorithm);
+    search_lower<TypeA, TypeB, AWrites>(policy, dev, d_a, na, d_b, nb, d_a_out, d_b_out, reports(ca, cb), d_counts,
+                                        comp, algorithm);
   } else {
     // Upper bounds of A into B: the lower search of (B, A).
-    search_lower<TypeB, TypeA, AWrites>(policy, dev, d_b, nb, d_a, na, d_b_out, d_a_out,
-                                        search_reports{cb, ca, descents}, d_counts, comp, algorithm);
+    search_lower<TypeB, TypeA, AWrites>(policy, dev, d_b, nb, d_a, na, d_b_out, d_a_out, reports(cb, ca), d_counts,
+                                        comp, algorithm);
   }
   match_counts result{};
   if constexpr (Counts == counts_to::caller) {

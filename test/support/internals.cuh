@@ -83,7 +83,7 @@ using cb::launch_search;
 using cb::search_reports;
 using cb::needle_rules;
 
-// The search's report of either input out of order (search_reports::descents), by which Python's
+// The search's report of either input out of order (descent_reports), by which Python's
 // searchsorted searches needles whose order it does not know.
 template <libmerge::bounds Bounds, class T>
 void search_reporting_descents(const T* a, long long na, const T* b, long long nb, long long* a_out,

@@ -63,7 +63,7 @@ struct gpu_backend {
 };
 
 // searchsorted's search of needles whose order is not known, queued whole: the merge-path search, whose
-// tiles (which read every needle anyway) report a descent (search_reports::descents), then a grid that searches
+// tiles (which read every needle anyway) report a descent (descent_reports), then a grid that searches
 // each needle alone where they did and returns at once where they did not. No read of the needles first, and
 // no wait for the report (H200, 2^24 int32 each: 0.107 ms a call, 0.138 waiting for the report, 0.094 told sorted).
 template <bool Upper, class T, class Comp>
