@@ -100,13 +100,13 @@ class relaxed_capture_mode {
 // internal dependencies (which serialize independent streams) and the release
 // threshold above; by context since cudaDeviceReset. Null: use cudaMalloc.
 inline cudaMemPool_t memory_pool(int device) {
-  relaxed_capture_mode relaxed;  // the first call may come inside a capture
   static std::mutex mutex;
   static std::map<std::pair<int, unsigned long long>, cudaMemPool_t> pools;  // (device, context) -> pool, or null
   std::lock_guard<std::mutex> lock(mutex);
   const unsigned long long before = context_id();
   auto it = pools.find({device, before});
   if (it != pools.end()) return it->second;
+  relaxed_capture_mode relaxed;  // the first call may come inside a capture (not every call: two runtime calls)
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
