@@ -255,8 +255,7 @@ constexpr architecture sm_90() {
   merge_sort_line& s = a.sort;
   s.pass_loads = tile_loads::bulk_copies;  // H200, 2^28 int32 keys: 9.68 against 9.85 ms through registers
   s.pieces_in_flight = 5;                  // the most at which no tuned 4-way kernel spills (H100, nvcc 13.0)
-  // H100, 2^28 int32, K = 4: keys every 512th (23 a tile) 0.830 ms, 256th 0.845, none 0.986; pairs every
-  // 32nd (36 a tile) 1.99, 128th 2.13, none 3.18
+  // H100, 2^28 int32 keys, K = 4: every 512th key (23 a tile) 0.830 ms, every 256th 0.845, none 0.986
   s.runs_tile_samples = 20;
   s.kway_nt_pairs = 512;  // H100, 2^28 int32 pairs, K = 64: 5.80 ms against 6.45 at the sort's 128x9
   s.kway_vt_pairs = 9;
