@@ -153,7 +153,6 @@ bool launch_one_kernel_sort(const Policy& policy, const device_info& dev, K* key
   return true;
 }
 
-
 // The passes of a sort of n keys (plan_passes) and the block sort's grid; for
 // two runs (into->two_runs), the last level is left out where that saves a pass.
 struct sort_shape {

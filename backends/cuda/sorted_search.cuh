@@ -323,12 +323,15 @@ match_counts sorted_search(const Policy& policy, AIt a, index_t na, BIt b, index
   auto* ca = d_counts ? reinterpret_cast<unsigned long long*>(&d_counts->a) : nullptr;
   auto* cb = d_counts ? reinterpret_cast<unsigned long long*>(&d_counts->b) : nullptr;
   const cudaStream_t stream = policy.stream();
+  constexpr bool reporting = !std::is_same_v<Descents, std::nullptr_t>;
+  if constexpr (reporting) {
+    check_cuda(cudaMemsetAsync(descents, 0, sizeof(unsigned), stream), algorithm, "cudaMemsetAsync(descents)");
+  }
   const auto reports = [&](unsigned long long* first, unsigned long long* second) {
-    if constexpr (std::is_same_v<Descents, std::nullptr_t>) {
-      return search_reports{first, second};
-    } else {
-      check_cuda(cudaMemsetAsync(descents, 0, sizeof(unsigned), stream), algorithm, "cudaMemsetAsync(descents)");
+    if constexpr (reporting) {
       return descent_reports{{first, second}, descents};
+    } else {
+      return search_reports{first, second};
     }
   };
   if constexpr (Bounds == bounds::lower) {
