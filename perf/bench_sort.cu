@@ -99,6 +99,8 @@ struct random_key {
     const std::uint64_t bits = (static_cast<std::uint64_t>(e()) << 32) ^ e() ^ (static_cast<std::uint64_t>(i) * 0x9E3779B97F4A7C15ull);
     if constexpr (std::is_same_v<T, record>) {
       return record{static_cast<std::int64_t>(bits % 100000), static_cast<std::int32_t>((bits >> 40) % 8), static_cast<std::int32_t>(i)};
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(static_cast<std::int64_t>(bits)) / T(1 << 20);  // both signs, no NaN, no -0.0
     } else {
       return static_cast<T>(bits);
     }
@@ -669,6 +671,7 @@ int main(int argc, char** argv) {
       }
       sort_case<std::int32_t, std::int32_t, int_less>(ctx, "int32/int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 2)).time_all(true);
       sort_case<std::int64_t, void, int_less>(ctx, "int64", shape::random, n, int_less{}, make_keys<std::int64_t>(n, shape::random, 3)).time_all(true);
+      sort_case<float, void, int_less>(ctx, "float", shape::random, n, int_less{}, make_keys<float>(n, shape::random, 6)).time_all(false);
       sort_case<record, void, record_less>(ctx, "record16", shape::random, n, record_less{}, make_keys<record>(n, shape::random, 4)).time_all(false);
       if (lg == 20 || lg == 24) {
         const string_input in = make_strings(n);

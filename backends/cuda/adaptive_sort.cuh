@@ -1,19 +1,24 @@
-// lm::sort on the GPU: cub::DeviceRadixSort (stable) for integer keys under lm::less / lm::greater (and
-// cuda::std's), unless sortedness_kernel finds them sorted or in runs long enough for few merge passes;
-// the rest take the merge sort. Floating-point keys too: the radix sort orders NaNs by their bits, lm::less
-// puts them last in input order.
+// lm::sort on the GPU: cub::DeviceRadixSort (stable) for integer and floating-point keys under lm::less /
+// lm::greater (and cuda::std's), unless a look finds them sorted or in runs long enough for few merge passes,
+// or finds a NaN or a -0.0 (the radix sort orders those by their bits; lm::less puts NaNs last in input order
+// and -0.0 with 0.0); the rest take the merge sort.
 #pragma once
 
+#include <cub/device/device_for.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+#include <cuda/std/utility>
 
 #include "merge_sort.cuh"
 
 namespace libmerge::detail::cuda_backend {
 
-// Keys the radix sort orders as Comp does: integers (not bool) in their order
-// or its reverse.
+// Keys the radix sort orders as Comp does: numbers (not bool) in their order
+// or its reverse; floating-point ones once the look finds no NaN and no -0.0.
 template <class Comp, class K>
-inline constexpr bool radix_sortable_v = orders_numbers_v<Comp, K> && std::is_integral_v<K>;
+inline constexpr bool radix_sortable_v = orders_numbers_v<Comp, K> && sizeof(K) <= 8;
 
 template <class Comp>
 struct descending_order : std::false_type {};
@@ -26,25 +31,79 @@ struct descending_order<::cuda::std::greater<T>> : std::true_type {};
 // more it is ahead of the radix sort there even before the wait (H100, 2^20 int32: 0.079 ms against 0.085).
 template <class K>
 inline constexpr index_t radix_from = index_t(1) << (sizeof(K) >= 4 ? 22 : 16);
+// Integer keys take the radix sort without a look below 2^27 bytes: the look's wait for the host cost more
+// than 5% there (H100, 2^24 int32: 0.453 ms against the radix sort's 0.429). Floating-point keys always look.
+template <class K>
+inline constexpr index_t look_from = std::is_floating_point_v<K> ? 0 : (index_t(1) << 27) / index_t(sizeof(K));
 // Sorted runs of at least n / merge_sort_runs_max keys (at most 256 runs: four
 // 4-way passes, under a radix sort's time for 4-byte keys) take the merge sort.
 inline constexpr index_t merge_sort_runs_max = 256;
 
-// The gcd of the positions where keys[i + 1] comes before keys[i] (0: sorted),
-// read back to the host; the read stops early once it is below `useful`.
-template <class Policy, class K, class Comp>
-unsigned long long descent_gcd(const Policy& policy, const device_info& dev, const K* keys, index_t n, index_t useful,
-                               Comp comp, const char* algorithm) {
+// 1 for a NaN or a -0.0, by the bits: what the radix sort and lm::less order differently.
+template <class K>
+struct radix_odd {
+  __device__ unsigned long long operator()(K x) const {
+    using bits_t = std::conditional_t<sizeof(K) == 8, unsigned long long, unsigned>;
+    const bits_t sign = bits_t(1) << (8 * sizeof(K) - 1), inf = sizeof(K) == 8 ? 0x7ffull << 52 : 0xffu << 23;
+    bits_t b;
+    memcpy(&b, &x, sizeof b);
+    return (b & ~sign) > inf || b == sign ? 1 : 0;
+  }
+};
+
+// 1 where the key after position p(s) = s * (n - 1) / count rises: comes after it (Strict: or ties with it).
+// count = n - 1 reads every pair; fewer, evenly spaced samples of them.
+template <bool Strict, class K, class Comp>
+struct rise_at {
+  const K* keys;
+  index_t n, count;
+  Comp comp;
+  __device__ unsigned long long operator()(index_t s) const {
+    const index_t p = count == n - 1 ? s : static_cast<index_t>(static_cast<unsigned long long>(s) * (n - 1) / count);
+    return Strict ? !comp(keys[p + 1], keys[p]) : comp(keys[p], keys[p + 1]);
+  }
+};
+template <bool Strict, class K, class Comp>
+auto rise_pairs(const K* keys, index_t n, index_t count, Comp comp) {
+  return thrust::make_transform_iterator(thrust::counting_iterator<index_t>(0),
+                                         rise_at<Strict, K, Comp>{keys, n, count, comp});
+}
+
+// Sums of 0/1 (odd keys, rises) by CUB's reduction into out[0] (temp null: its storage's size into bytes).
+template <class It>
+void count_into(void* temp, std::size_t& bytes, It flags, index_t count, unsigned long long* out, cudaStream_t stream,
+                const char* algorithm) {
+  check_cuda(cub::DeviceReduce::Sum(temp, bytes, flags, out, count, stream), algorithm, "cub::DeviceReduce::Sum");
+}
+
+// What the look at the keys found: the gcd of the positions where keys[i + 1] comes before keys[i] (0:
+// sorted; its read stops early once it is below `useful`); of `samples` pairs evenly spaced (rise_at), how
+// many rise; for floating-point keys how many are NaN or -0.0. Waited for.
+inline constexpr index_t rise_samples = 1024;
+struct key_look {
+  unsigned long long runs, rises, odd;
+};
+template <bool Strict, class Policy, class K, class Comp>
+key_look look_at_keys(const Policy& policy, const device_info& dev, const K* keys, index_t n, index_t useful,
+                      index_t samples, Comp comp, const char* algorithm) {
   const cudaStream_t stream = policy.stream();
-  temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, sort_flags::bytes(0, false),
-                                                          algorithm);
-  const sort_flags flags = sort_flags::at(temp.template as<unsigned char>(), 0, false);
-  launch_sortedness(keys, n, useful, flags, 0, comp, stream, dev, algorithm);
-  unsigned long long runs = 0;
-  check_cuda(cudaMemcpyAsync(&runs, flags.runs, sizeof runs, cudaMemcpyDeviceToHost, stream), algorithm,
-             "cudaMemcpyAsync (the sortedness read)");
-  check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (the sortedness read)");
-  return runs;
+  constexpr bool floating = std::is_floating_point_v<K>;
+  const auto odd = thrust::make_transform_iterator(keys, radix_odd<K>{});
+  const auto rises = rise_pairs<Strict>(keys, n, samples, comp);
+  std::size_t odd_bytes = 0, rise_bytes = 0;  // (the reductions' storage in front of the look's words)
+  if constexpr (floating) count_into(nullptr, odd_bytes, odd, n, nullptr, stream, algorithm);
+  count_into(nullptr, rise_bytes, rises, samples, nullptr, stream, algorithm);
+  const std::size_t at = align_up(std::max(odd_bytes, rise_bytes), 16);
+  temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, at + sizeof(key_look), algorithm);
+  auto* found = reinterpret_cast<unsigned long long*>(temp.template as<unsigned char>() + at);
+  launch_sortedness(keys, n, useful, sort_flags::at(found, 0, false), 0, comp, stream, dev, algorithm);
+  count_into(temp.template as<void>(), rise_bytes, rises, samples, found + 1, stream, algorithm);
+  if constexpr (floating) count_into(temp.template as<void>(), odd_bytes, odd, n, found + 2, stream, algorithm);
+  key_look look{0, 0, 0};
+  check_cuda(cudaMemcpyAsync(&look, found, (floating ? 3 : 2) * sizeof *found, cudaMemcpyDeviceToHost, stream),
+             algorithm, "cudaMemcpyAsync (the look at the keys)");
+  check_cuda(cudaStreamSynchronize(stream), algorithm, "cudaStreamSynchronize (the look at the keys)");
+  return look;
 }
 
 // keys[0, n) (and vals) sorted by CUB's radix sort, through a second buffer of
@@ -87,17 +146,42 @@ void radix_sort(const Policy& policy, K* keys, V* vals, index_t n, const char* a
   }
 }
 
-// Whether lm::sort takes the radix sort: a look at the keys first, unless capturing a graph (no wait there:
-// the radix sort, whatever the keys). *sorted: the look found them sorted.
-template <class Policy, class K, class Comp>
-bool radix_pays(const Policy& policy, const device_info& dev, const K* keys, index_t n, Comp comp, bool* sorted,
-                const char* algorithm) {
-  if (n < radix_from<K>) return false;
-  if (is_capturing(policy.stream(), algorithm)) return true;
+// Keys (and values) in reverse: what a stable sort of keys in reverse order does (WithValues: strictly).
+template <class K, class V, bool WithValues>
+struct swap_ends {
+  K* keys;
+  V* vals;
+  index_t n;
+  __device__ void operator()(index_t i) const {
+    ::cuda::std::swap(keys[i], keys[n - 1 - i]);
+    if constexpr (WithValues) ::cuda::std::swap(vals[i], vals[n - 1 - i]);
+  }
+};
+
+// What lm::sort does with the keys: integer keys below look_from take the radix sort without a look, the rest
+// after a look at them, unless capturing a graph (no wait there: integers the radix sort, floating-point keys
+// the merge sort). Keys in reverse order (every sample falls, then every pair; ties only without values and
+// odd floats) are turned around.
+enum class sort_method { merge, radix, nothing, reverse };
+template <bool WithValues, class Policy, class K, class Comp>
+sort_method pick_method(const Policy& policy, const device_info& dev, const K* keys, index_t n, Comp comp,
+                        const char* algorithm) {
+  if (n < radix_from<K>) return sort_method::merge;
+  if (is_capturing(policy.stream(), algorithm)) {
+    return std::is_floating_point_v<K> ? sort_method::merge : sort_method::radix;
+  }
+  if (n < look_from<K>) return sort_method::radix;
   const index_t long_runs = (n + merge_sort_runs_max - 1) / merge_sort_runs_max;
-  const unsigned long long runs = descent_gcd(policy, dev, keys, n, long_runs, comp, algorithm);
-  *sorted = runs == 0;
-  return runs != 0 && runs < static_cast<unsigned long long>(long_runs);
+  const key_look look =
+      look_at_keys<WithValues>(policy, dev, keys, n, long_runs, std::min(rise_samples, n - 1), comp, algorithm);
+  if (look.runs == 0) return sort_method::nothing;  // a stable sort of sorted keys moves nothing
+  // Every sample falls (without values ties may: equal keys have equal bits, once no float is odd): read every pair.
+  const bool falls = look.rises == 0 && (WithValues || look.odd == 0);
+  if (falls && look_at_keys<WithValues>(policy, dev, keys, n, long_runs, n - 1, comp, algorithm).rises == 0) {
+    return sort_method::reverse;
+  }
+  const bool long_sorted_runs = look.runs >= static_cast<unsigned long long>(long_runs);
+  return long_sorted_runs || look.odd != 0 ? sort_method::merge : sort_method::radix;
 }
 
 template <class Policy, class KeysIt, class ValsIt, class Comp>
@@ -110,19 +194,23 @@ void sort(const Policy& policy, KeysIt keys, index_t n, ValsIt vals, Comp comp) 
   using K = std::remove_pointer_t<decltype(d_keys)>;
   if constexpr (std::is_pointer_v<decltype(d_keys)> && radix_sortable_v<Comp, K> && !std::is_const_v<K> &&
                 (!with_values || std::is_pointer_v<decltype(d_vals)>)) {
-    bool sorted = false;
-    if (radix_pays(policy, dev, d_keys, n, comp, &sorted, algorithm)) {
-      using V = std::conditional_t<with_values, std::remove_pointer_t<decltype(d_vals)>, char>;
-      V* v = nullptr;
-      if constexpr (with_values) v = d_vals;
+    using V = std::conditional_t<with_values, std::remove_pointer_t<decltype(d_vals)>, char>;
+    V* v = nullptr;
+    if constexpr (with_values) v = d_vals;
+    const sort_method method = pick_method<with_values>(policy, dev, d_keys, n, comp, algorithm);
+    if (method == sort_method::radix) {
       radix_sort<descending_order<Comp>::value, Policy, K, V, with_values>(policy, d_keys, v, n, algorithm);
-      if (policy.synchronizes()) {
+    } else if (method == sort_method::reverse) {
+      check_cuda(cub::DeviceFor::Bulk(n / 2, swap_ends<K, V, with_values>{d_keys, v, n}, policy.stream()), algorithm,
+                 "cub::DeviceFor::Bulk (keys in reverse)");
+    }
+    if (method != sort_method::merge) {
+      if (policy.synchronizes() && method != sort_method::nothing) {
         check_cuda(cudaStreamSynchronize(policy.stream()), algorithm,
                    "cudaStreamSynchronize (a synchronous Thrust policy)");
       }
       return;
     }
-    if (sorted) return;  // a stable sort of sorted keys moves nothing
   }
   merge_sort(policy, keys, n, vals, vals, comp);
 }

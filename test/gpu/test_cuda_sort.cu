@@ -1,10 +1,11 @@
 // lm::sort and lm::sort_by_key on the CUDA backend against std::stable_sort:
-// integer keys under lm::less and lm::greater (the radix sort, or nothing for
-// sorted keys, or the merge sort for long sorted runs), random, sorted,
-// reversed, runs of 2^12, nearly sorted and few-distinct input; float keys
-// with NaNs and both zeros, and a comparator of the caller's own (the merge
-// sort). By key the values are the positions: the stable permutation. (Graph
-// capture: test_cuda_graph_capture.)
+// integer keys under lm::less and lm::greater (the merge sort below 2^22, the
+// radix sort without a look up to 2^27 bytes, then after the look: nothing for
+// sorted keys, the merge sort for long sorted runs), random, sorted, reversed,
+// runs, nearly sorted and few-distinct input; floating-point keys with and
+// without NaNs and -0.0 (the merge sort or the radix sort), and a comparator of
+// the caller's own (the merge sort). By key the values are the positions: the
+// stable permutation. (Graph capture: test_cuda_graph_capture.)
 #define BOOST_TEST_MODULE cuda_sort
 #include <boost/test/unit_test.hpp>
 
@@ -39,6 +40,14 @@ std::vector<T> make_keys(std::size_t n, int shape, std::mt19937_64& g) {
   }
   if (shape == 4) {
     for (std::size_t i = 0; i < n / 100; ++i) std::swap(k[g() % n], k[g() % n]);
+  }
+  if (shape == 7) {  // few distinct keys in reverse order: ties, so by key no reversal
+    for (T& x : k) x = static_cast<T>(g() % 5);
+    std::sort(k.rbegin(), k.rend());
+  }
+  if (shape == 6) {  // 16 sorted runs: long enough for the merge sort after the look
+    const std::size_t run = (n + 15) / 16;
+    for (std::size_t i = 0; i < n; i += run) std::sort(k.begin() + i, k.begin() + std::min(n, i + run));
   }
   return k;
 }
@@ -90,6 +99,59 @@ BOOST_AUTO_TEST_CASE(integer_keys_match_stable_sort) {
   integer_cases<std::uint64_t>(g);
   integer_cases<std::int8_t>(g);
   integer_cases<std::uint16_t>(g);
+}
+
+// Past radix_from (2^22 keys of 4 bytes or more): the radix sort without a look; from 2^27 bytes (2^24 keys of
+// 8 bytes) the look decides: random, sorted (nothing moves), reversed (turned around), 16 long runs (the merge
+// sort), few distinct keys in reverse (turned around, by key the radix sort).
+BOOST_AUTO_TEST_CASE(large_integer_keys_match_stable_sort) {
+  std::mt19937_64 g(4);
+  for (int shape : {0, 1, 2, 6, 7}) {
+    const std::string what = " shape " + std::to_string(shape);
+    const auto keys32 = make_keys<std::int32_t>((std::size_t(1) << 22) + 3, shape, g);
+    check_sort(keys32, lm::less<>(), "int32 2^22" + what + " less");
+    check_sort(keys32, lm::greater<>(), "int32 2^22" + what + " greater");
+    const auto keys64 = make_keys<std::uint64_t>((std::size_t(1) << 24) + 3, shape, g);
+    check_sort(keys64, lm::less<>(), "uint64 2^24" + what + " less");
+    check_sort(keys64, lm::greater<>(), "uint64 2^24" + what + " greater");
+  }
+}
+
+// Floating-point keys from 2^22: the radix sort when the look finds no NaN and no -0.0 (numbers of both signs,
+// +0.0, infinities), the merge sort when it finds one -0.0 or one NaN anywhere, nothing when they are sorted,
+// a reversal when they fall (by key only strictly: the radix sort here, with ties).
+template <class T>
+void floating_cases(std::mt19937_64& g) {
+  const std::size_t n = (std::size_t(1) << 22) + 1;
+  const std::string type = sizeof(T) == 4 ? "float" : "double";
+  std::vector<T> keys(n);
+  for (T& x : keys) x = static_cast<T>(static_cast<std::int64_t>(g() % 4000001) - 2000000) / T(64);
+  keys[7] = std::numeric_limits<T>::infinity();
+  keys[n / 3] = -std::numeric_limits<T>::infinity();
+  keys[n / 2] = T(0);
+  check_sort(keys, lm::less<>(), type + " numbers less");
+  check_sort(keys, lm::greater<>(), type + " numbers greater");
+  std::vector<T> sorted = keys;
+  std::stable_sort(sorted.begin(), sorted.end(), lm::less<>());
+  check_sort(sorted, lm::less<>(), type + " sorted less");
+  check_sort(sorted, lm::greater<>(), type + " reversed greater");
+  std::reverse(sorted.begin(), sorted.end());
+  check_sort(sorted, lm::less<>(), type + " reversed less");
+  for (const T odd : {-T(0), std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN()}) {
+    std::vector<T> with = keys;
+    with[n - 1] = odd;
+    with[n / 4] = T(0);
+    check_sort(with, lm::less<>(), type + " one odd key less");
+    check_sort(with, lm::greater<>(), type + " one odd key greater");
+    std::stable_sort(with.begin(), with.end(), lm::greater<>());  // falling, but odd: the merge sort
+    check_sort(with, lm::less<>(), type + " one odd key falling less");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(large_floating_point_keys_match_stable_sort) {
+  std::mt19937_64 g(5);
+  floating_cases<float>(g);
+  floating_cases<double>(g);
 }
 
 BOOST_AUTO_TEST_CASE(floats_with_nans_and_zeros_match_stable_sort) {
