@@ -41,6 +41,18 @@ GPU_ROWS = [
      "`DeviceMergeSort::SortKeys`", "cub", {"type": "record16", "shape": "random"}),
     ("sort", "`merge_sort_by_key`", "int32/int32, random", "lm", "cub::DeviceMergeSort",
      "`DeviceMergeSort::SortPairs`", "cub", {"type": "int32/int32", "shape": "random"}),
+    ("sort_lm", "`sort`", "int32, random", "lm::sort", "thrust::sort, natural order", "`thrust::sort` (radix)",
+     "thrust", {"type": "int32", "shape": "random"}),
+    ("sort_lm", "`sort`", "int32, reversed", "lm::sort", "thrust::sort, natural order", "`thrust::sort` (radix)",
+     "thrust", {"type": "int32", "shape": "reversed"}),
+    ("sort_lm", "`sort`", "int32, sorted", "lm::sort", "thrust::sort, natural order", "`thrust::sort` (radix)",
+     "thrust", {"type": "int32", "shape": "sorted"}),
+    ("sort_lm", "`sort`", "int64, random", "lm::sort", "thrust::sort, natural order", "`thrust::sort` (radix)",
+     "thrust", {"type": "int64", "shape": "random"}),
+    ("sort_lm", "`sort`", "float, random", "lm::sort", "thrust::sort, natural order", "`thrust::sort` (radix)",
+     "thrust", {"type": "float", "shape": "random"}),
+    ("sort_lm", "`sort_by_key`", "int32/int32, random", "lm::sort", "thrust::sort, natural order",
+     "`thrust::sort_by_key` (radix)", "thrust", {"type": "int32/int32", "shape": "random"}),
     ("merge", "`merge`", "int32", "libmerge", "cub::DeviceMerge", "`DeviceMerge::MergeKeys`", "cub",
      {"algorithm": "merge", "type": "int32"}),
     ("merge", "`merge`", "int64", "libmerge", "cub::DeviceMerge", "`DeviceMerge::MergeKeys`", "cub",
@@ -82,6 +94,7 @@ GPU_ROWS = [
 ]
 GPU_SIZE_NOTE = {
     "sort": "n keys",
+    "sort_lm": "n keys; `lm::sort` against Thrust's sort in the natural order, its radix sort",
     "merge": "n = \\|A\\| + \\|B\\|",
     "merge_newest": "n = \\|A\\| + \\|B\\|, the newest CUB",
     "multiway": "n in all, split evenly over K sorted ranges; 2^28 only",
@@ -199,7 +212,7 @@ def gpu_table(manifest):
     lines.append("Each cell is the peer's time over libmerge's (above 1: libmerge is faster); libmerge called with "
                  "its defaults (comparator, tuned launch boxes) on data already on the GPU, cold L2, median of many runs. "
                  "Sources:")
-    for key in ["sort", "merge", "merge_newest", "multiway", "multiway_newest", "search"]:
+    for key in ["sort", "sort_lm", "merge", "merge_newest", "multiway", "multiway_newest", "search"]:
         source, data, meta = sources[key]
         lines.append(f"- {key} ({GPU_SIZE_NOTE[key]}): {data['device']}, {meta['date']}, "
                      f"CUB {meta['cub_version']} / Thrust {meta['thrust_version']}, libmerge's temporary storage from "

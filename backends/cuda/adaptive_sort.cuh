@@ -28,9 +28,11 @@ template <class T>
 struct descending_order<::cuda::std::greater<T>> : std::true_type {};
 
 // Below this the merge sort (no wait for the host) is taken without a look at the keys; for keys of 4 bytes or
-// more it is ahead of the radix sort there even before the wait (H100, 2^20 int32: 0.079 ms against 0.085).
-template <class K>
-inline constexpr index_t radix_from = index_t(1) << (sizeof(K) >= 4 ? 22 : 16);
+// more it is ahead of the radix sort there (H100, 2^20 int32: 0.079 ms against 0.085), but not for 4-byte
+// integers with values (2^20 int32 pairs: 0.108 against 0.100).
+template <class K, bool WithValues>
+inline constexpr index_t radix_from =
+    index_t(1) << (sizeof(K) == 4 && WithValues && std::is_integral_v<K> ? 20 : (sizeof(K) >= 4 ? 22 : 16));
 // Integer keys take the radix sort without a look below 2^27 bytes: the look's wait for the host cost more
 // than 5% there (H100, 2^24 int32: 0.453 ms against the radix sort's 0.429). Floating-point keys always look.
 template <class K>
@@ -166,7 +168,7 @@ enum class sort_method { merge, radix, nothing, reverse };
 template <bool WithValues, class Policy, class K, class Comp>
 sort_method pick_method(const Policy& policy, const device_info& dev, const K* keys, index_t n, Comp comp,
                         const char* algorithm) {
-  if (n < radix_from<K>) return sort_method::merge;
+  if (n < radix_from<K, WithValues>) return sort_method::merge;
   if (is_capturing(policy.stream(), algorithm)) {
     return std::is_floating_point_v<K> ? sort_method::merge : sort_method::radix;
   }
