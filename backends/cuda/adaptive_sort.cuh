@@ -1,7 +1,7 @@
 // lm::sort on the GPU: cub::DeviceRadixSort (stable) for integer and floating-point keys under lm::less /
-// lm::greater (and cuda::std's), unless a look finds them sorted or in runs long enough for few merge passes,
-// or finds a NaN or a -0.0 (the radix sort orders those by their bits; lm::less puts NaNs last in input order
-// and -0.0 with 0.0); the rest take the merge sort.
+// lm::greater (and cuda::std's). A look at the keys may find them sorted (nothing moves) or in reverse order
+// (turned around); runs long enough for few merge passes and, among floats, a NaN or a -0.0 (the radix sort
+// orders those by their bits; lm::less puts NaNs last in input order, -0.0 with 0.0) take the merge sort.
 #pragma once
 
 #include <cub/device/device_for.cuh>
