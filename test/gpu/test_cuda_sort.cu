@@ -1,7 +1,8 @@
 // lm::sort and lm::sort_by_key on the CUDA backend against std::stable_sort:
-// integer keys under lm::less and lm::greater (the merge sort below 2^22, the
-// radix sort without a look up to 2^27 bytes, then after the look: nothing for
-// sorted keys, the merge sort for long sorted runs), random, sorted, reversed,
+// integer keys under lm::less and lm::greater (the merge sort below 2^22, 2^20
+// by key for 4-byte keys; the radix sort without a look up to 2^27 bytes, then
+// after the look: nothing for sorted keys, the merge sort for long sorted runs,
+// a reversal for keys in reverse order), random, sorted, reversed,
 // runs, nearly sorted and few-distinct input; floating-point keys with and
 // without NaNs and -0.0 (the merge sort or the radix sort), and a comparator of
 // the caller's own (the merge sort). By key the values are the positions: the
@@ -101,9 +102,10 @@ BOOST_AUTO_TEST_CASE(integer_keys_match_stable_sort) {
   integer_cases<std::uint16_t>(g);
 }
 
-// Past radix_from (2^22 keys of 4 bytes or more): the radix sort without a look; from 2^27 bytes (2^24 keys of
-// 8 bytes) the look decides: random, sorted (nothing moves), reversed (turned around), 16 long runs (the merge
-// sort), few distinct keys in reverse (turned around, by key the radix sort).
+// Past radix_from (2^22 keys of 4 bytes or more; by key integer_cases' int32 at 2^20 + 3 reach it already): the
+// radix sort without a look; from 2^27 bytes (2^24 keys of 8 bytes) the look decides: random, sorted (nothing
+// moves), reversed (turned around), 16 long runs (the merge sort), few distinct keys in reverse (turned
+// around, by key the radix sort).
 BOOST_AUTO_TEST_CASE(large_integer_keys_match_stable_sort) {
   std::mt19937_64 g(4);
   for (int shape : {0, 1, 2, 6, 7}) {
