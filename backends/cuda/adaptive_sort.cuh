@@ -12,6 +12,7 @@
 #include <cuda/std/utility>
 
 #include "merge_sort.cuh"
+#include "precondition.cuh"
 
 namespace libmerge::detail::cuda_backend {
 
@@ -53,23 +54,25 @@ struct radix_odd {
   }
 };
 
-// 1 where the key after position p(s) = s * (n - 1) / count rises: comes after it (Strict: or ties with it).
-// count = n - 1 reads every pair; fewer, evenly spaced samples of them.
+// Keys in reverse order (Strict: no ties either): a rise is a descent under it, which sorted_until finds.
+template <bool Strict, class Comp>
+struct falling {
+  Comp comp;
+  template <class K>
+  __device__ bool operator()(const K& a, const K& b) const { return Strict ? !comp(a, b) : comp(b, a); }
+};
+
+// 1 where the pair at p(s) = s * (n - 1) / count rises (falling<Strict>): `count` evenly spaced pairs.
 template <bool Strict, class K, class Comp>
 struct rise_at {
   const K* keys;
   index_t n, count;
-  Comp comp;
+  falling<Strict, Comp> order;
   __device__ unsigned long long operator()(index_t s) const {
-    const index_t p = count == n - 1 ? s : static_cast<index_t>(static_cast<unsigned long long>(s) * (n - 1) / count);
-    return Strict ? !comp(keys[p + 1], keys[p]) : comp(keys[p], keys[p + 1]);
+    const auto p = static_cast<index_t>(static_cast<unsigned long long>(s) * (n - 1) / count);
+    return order(keys[p + 1], keys[p]);
   }
 };
-template <bool Strict, class K, class Comp>
-auto rise_pairs(const K* keys, index_t n, index_t count, Comp comp) {
-  return thrust::make_transform_iterator(thrust::counting_iterator<index_t>(0),
-                                         rise_at<Strict, K, Comp>{keys, n, count, comp});
-}
 
 // Sums of 0/1 (odd keys, rises) by CUB's reduction into out[0] (temp null: its storage's size into bytes).
 template <class It>
@@ -79,7 +82,7 @@ void count_into(void* temp, std::size_t& bytes, It flags, index_t count, unsigne
 }
 
 // What the look at the keys found: the gcd of the positions where keys[i + 1] comes before keys[i] (0:
-// sorted; its read stops early once it is below `useful`); of `samples` pairs evenly spaced (rise_at), how
+// sorted; its read stops early once it is below `useful`); of rise_samples pairs evenly spaced (rise_at), how
 // many rise; for floating-point keys how many are NaN or -0.0. Waited for.
 inline constexpr index_t rise_samples = 1024;
 struct key_look {
@@ -87,11 +90,13 @@ struct key_look {
 };
 template <bool Strict, class Policy, class K, class Comp>
 key_look look_at_keys(const Policy& policy, const device_info& dev, const K* keys, index_t n, index_t useful,
-                      index_t samples, Comp comp, const char* algorithm) {
+                      Comp comp, const char* algorithm) {
   const cudaStream_t stream = policy.stream();
   constexpr bool floating = std::is_floating_point_v<K>;
   const auto odd = thrust::make_transform_iterator(keys, radix_odd<K>{});
-  const auto rises = rise_pairs<Strict>(keys, n, samples, comp);
+  const index_t samples = std::min(rise_samples, n - 1);
+  const auto rises = thrust::make_transform_iterator(thrust::counting_iterator<index_t>(0),
+                                                     rise_at<Strict, K, Comp>{keys, n, samples, {comp}});
   std::size_t odd_bytes = 0, rise_bytes = 0;  // (the reductions' storage in front of the look's words)
   if constexpr (floating) count_into(nullptr, odd_bytes, odd, n, nullptr, stream, algorithm);
   count_into(nullptr, rise_bytes, rises, samples, nullptr, stream, algorithm);
@@ -136,16 +141,12 @@ void radix_sort(const Policy& policy, K* keys, V* vals, index_t n, const char* a
   k = cub::DoubleBuffer<K>(keys, reinterpret_cast<K*>(t));
   if constexpr (WithValues) v = cub::DoubleBuffer<V>(vals, reinterpret_cast<V*>(t + key_bytes));
   check_cuda(run(t + key_bytes + val_bytes, cub_bytes), algorithm, "cub::DeviceRadixSort");
-  if (k.Current() != keys) {
-    check_cuda(cudaMemcpyAsync(keys, k.Current(), sizeof(K) * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice,
-                               stream),
-               algorithm, "cudaMemcpyAsync (the sorted keys)");
-  }
-  if (WithValues && v.Current() != vals) {
-    check_cuda(cudaMemcpyAsync(vals, v.Current(), sizeof(V) * static_cast<std::size_t>(n), cudaMemcpyDeviceToDevice,
-                               stream),
-               algorithm, "cudaMemcpyAsync (the sorted values)");
-  }
+  const auto back = [&](void* to, const void* from, std::size_t size, const char* what) {
+    const std::size_t bytes = size * static_cast<std::size_t>(n);
+    if (from != to) check_cuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream), algorithm, what);
+  };
+  back(keys, k.Current(), sizeof(K), "cudaMemcpyAsync (the sorted keys)");
+  if (WithValues) back(vals, v.Current(), sizeof(V), "cudaMemcpyAsync (the sorted values)");
 }
 
 // Keys (and values) in reverse: what a stable sort of keys in reverse order does (WithValues: strictly).
@@ -174,12 +175,13 @@ sort_method pick_method(const Policy& policy, const device_info& dev, const K* k
   }
   if (n < look_from<K>) return sort_method::radix;
   const index_t long_runs = (n + merge_sort_runs_max - 1) / merge_sort_runs_max;
-  const key_look look =
-      look_at_keys<WithValues>(policy, dev, keys, n, long_runs, std::min(rise_samples, n - 1), comp, algorithm);
+  const key_look look = look_at_keys<WithValues>(policy, dev, keys, n, long_runs, comp, algorithm);
   if (look.runs == 0) return sort_method::nothing;  // a stable sort of sorted keys moves nothing
-  // Every sample falls (without values ties may: equal keys have equal bits, once no float is odd): read every pair.
+  // Every sample falls (without values ties may: equal keys have equal bits, once no float is odd): the checked
+  // calls' scan for a first descent reads the rest.
+  using scan = backend_impl<algo::precondition, backend::cuda>;
   const bool falls = look.rises == 0 && (WithValues || look.odd == 0);
-  if (falls && look_at_keys<WithValues>(policy, dev, keys, n, long_runs, n - 1, comp, algorithm).rises == 0) {
+  if (falls && scan::sorted_until(policy, keys, n, falling<WithValues, Comp>{comp}, algorithm, "first") == n) {
     return sort_method::reverse;
   }
   const bool long_sorted_runs = look.runs >= static_cast<unsigned long long>(long_runs);

@@ -46,6 +46,13 @@ std::vector<T> make_keys(std::size_t n, int shape, std::mt19937_64& g) {
     for (T& x : k) x = static_cast<T>(g() % 5);
     std::sort(k.rbegin(), k.rend());
   }
+  if (shape == 8) {  // sorted, then blocks of 64 rotated: few pairs fall, each with 32 keys out of place around it
+    std::sort(k.begin(), k.end());
+    for (std::size_t r = 0; r + 64 <= n && r < n / 128; ++r) {
+      const std::size_t at = g() % (n - 64);
+      std::rotate(k.begin() + at, k.begin() + at + 32, k.begin() + at + 64);
+    }
+  }
   if (shape == 6) {  // 16 sorted runs: long enough for the merge sort after the look
     const std::size_t run = (n + 15) / 16;
     for (std::size_t i = 0; i < n; i += run) std::sort(k.begin() + i, k.begin() + std::min(n, i + run));
@@ -105,10 +112,11 @@ BOOST_AUTO_TEST_CASE(integer_keys_match_stable_sort) {
 // Past radix_from (2^22 keys of 4 bytes or more; by key integer_cases' int32 at 2^20 + 3 reach it already): the
 // radix sort without a look; from 2^27 bytes (2^24 keys of 8 bytes) the look decides: random, sorted (nothing
 // moves), reversed (turned around), 16 long runs (the merge sort), few distinct keys in reverse (turned
-// around, by key the radix sort).
+// around, by key the radix sort), 1% of keys swapped and blocks of 64 rotated (a few pairs fall among many
+// that rise: the radix sort).
 BOOST_AUTO_TEST_CASE(large_integer_keys_match_stable_sort) {
   std::mt19937_64 g(4);
-  for (int shape : {0, 1, 2, 6, 7}) {
+  for (int shape : {0, 1, 2, 4, 6, 7, 8}) {
     const std::string what = " shape " + std::to_string(shape);
     const auto keys32 = make_keys<std::int32_t>((std::size_t(1) << 22) + 3, shape, g);
     check_sort(keys32, lm::less<>(), "int32 2^22" + what + " less");
@@ -121,7 +129,7 @@ BOOST_AUTO_TEST_CASE(large_integer_keys_match_stable_sort) {
 
 // Floating-point keys from 2^22: the radix sort when the look finds no NaN and no -0.0 (numbers of both signs,
 // +0.0, infinities), the merge sort when it finds one -0.0 or one NaN anywhere, nothing when they are sorted,
-// a reversal when they fall (by key only strictly: the radix sort here, with ties).
+// a reversal when they fall (by key only strictly: the radix sort here, with ties); nearly sorted, the radix sort.
 template <class T>
 void floating_cases(std::mt19937_64& g) {
   const std::size_t n = (std::size_t(1) << 22) + 1;
@@ -136,6 +144,9 @@ void floating_cases(std::mt19937_64& g) {
   std::vector<T> sorted = keys;
   std::stable_sort(sorted.begin(), sorted.end(), lm::less<>());
   check_sort(sorted, lm::less<>(), type + " sorted less");
+  std::vector<T> nearly = sorted;  // 1% of keys swapped
+  for (std::size_t i = 0; i < n / 100; ++i) std::swap(nearly[g() % n], nearly[g() % n]);
+  check_sort(nearly, lm::less<>(), type + " nearly sorted less");
   check_sort(sorted, lm::greater<>(), type + " reversed greater");
   std::reverse(sorted.begin(), sorted.end());
   check_sort(sorted, lm::less<>(), type + " reversed less");
