@@ -90,7 +90,7 @@ constexpr int fit_threads(int nt, int vt, std::size_t element_bytes, std::size_t
 }
 
 // How a tile reaches shared memory: through registers, or by bulk copies
-// (cp.async.bulk, sm_90+; backends/cuda/bulk_load.cuh).
+// (cp.async.bulk, sm_90+; backends/cuda/cta_merge.cuh).
 enum class tile_loads { registers, bulk_copies };
 
 // One algorithm's settings for one architecture entry. vt_keys / vt_pairs

@@ -16,7 +16,6 @@
 #include "../../libmerge/detail/config.hpp"
 #include "../../libmerge/functional.hpp"
 #include "../../policies/cuda.hpp"
-#include "bulk_load.cuh"
 #include "cta_merge.cuh"
 #include "memory.cuh"
 #include "partition.cuh"
@@ -24,7 +23,7 @@
 
 namespace libmerge::detail::cuda_backend {
 
-// Whether tiles' keys are staged by bulk copies (bulk_load.cuh): keys-only, <= 4 bytes.
+// Whether tiles' keys are staged by bulk copies (cta_merge.cuh): keys-only, <= 4 bytes.
 // H200, int32 keys 2^24..2^28: 0.89-0.91x the time of register loads; int64
 // and pairs lost (docs/cuda-merge.md, "Tiles staged by bulk copies").
 template <class Geometry>

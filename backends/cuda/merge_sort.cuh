@@ -3,7 +3,8 @@
 //   1. sortedness_kernel (sort/block_sort.cuh): the descents; sorted input skips the rest, sorted runs of
 //      W >= a block-sort tile the block sort and the passes below W.
 //   2. block_sort_kernel (sort/block_sort.cuh): cub::BlockMergeSort tiles in place.
-//   3. pass_partition_kernel, pass_kernel (sort/pass_partition.cuh, sort/pass.cuh): 2- or 4-way passes.
+//   3. sample_kernel, pass_partition_kernel (partition.cuh) over sort/pass.cuh's tilings, pass_kernel
+//      (sort/pass.cuh): 2- or 4-way passes.
 //   4. copy_back_kernel (sort/pass.cuh): back to the caller's range if the data ended in scratch.
 //   5. Small sorts: one_kernel_sort_kernel (below), made of the stages' tiles.
 // Tuning and plan: sort/state.cuh; the sort across GPUs: shard_sort.cuh.
@@ -16,7 +17,6 @@
 
 #include "sort/block_sort.cuh"
 #include "sort/pass.cuh"
-#include "sort/pass_partition.cuh"
 #include "sort/state.cuh"
 
 namespace libmerge::detail::cuda_backend {

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <iterator>
 #include <type_traits>
@@ -207,6 +208,159 @@ LIBMERGE_HOST_DEVICE tile_range find_tile_range(const Geometry& g, index_t tile,
   r.b0 = local0 - r.a0;
   r.b1 = local1 - r.a1 < q.nb ? local1 - r.a1 : q.nb;
   return r;
+}
+
+// ---------------------------------------------------------------------------
+// The tile form over groups of 2 or 4 runs (the sort's passes, the k-way merge's levels): tile descriptors,
+// the pair and run samples that start their searches (sample_kernel), and pass_partition_kernel.
+
+// A pass tile from its partition kernel, so pass threads do no 64-bit group geometry (a fifth of a 4-way pass
+// kernel's instructions): piece k is [at[k], at[k] + size[k]), clamped (clamp_pieces); output at out.
+template <int Ways>
+struct alignas(16) tile_desc {
+  index_t at[Ways];
+  index_t out;
+  std::uint16_t size[Ways];  // a tile holds at most 65535 elements (launch_box)
+};
+
+// Run samples every 2^log2 keys: the sort's every sample_every (its stores write them), the k-way merge's
+// as runs_sample_rate picks (a read of the runs, so sparser: fewer bytes read, a longer walk a tile).
+struct sample_rate {
+  int log2;
+  LIBMERGE_HOST_DEVICE index_t every() const { return index_t{1} << log2; }
+  LIBMERGE_HOST_DEVICE index_t of(index_t len) const { return (len + every() - 1) >> log2; }
+};
+
+// Threads a block of the sample kernels (launches and launch bounds).
+inline constexpr int sample_threads = 128;
+
+// One pair sample: the half's split at `rank` into *split, its elements of ranks rank and rank - 1 into
+// keys[0] and keys[1] (unwritten where there is none).
+template <class K, class Comp>
+__device__ __forceinline__ void sample_half(const run_half<4, K>& half, index_t rank, index_t* split, K* keys,
+                                            Comp& comp) {
+  const index_t s = merge_path<bounds::lower>(half.x, half.nx, half.y, half.ny, rank, comp);
+  *split = s;
+  if (rank < half.size()) keys[0] = half.at(rank, s, comp);
+  if (rank > 0) keys[1] = last_before(half, rank, s, comp);
+}
+
+// One pair sample to take: the pair's merge and the rank in it.
+template <class K>
+struct pair_sample {
+  run_half<4, K> half;
+  index_t rank;
+  template <class Comp>
+  __device__ __forceinline__ void write(index_t i, index_t* samples, K* sample_keys, Comp& comp) const {
+    sample_half(half, rank, samples + i, sample_keys + 2 * i, comp);
+  }
+};
+
+// One run sample: a run's key at a multiple of its sample rate, to sample_keys[i]
+// (multiway.cuh's runs_key_sampling; the sort's come from its kernels' outputs).
+template <class K>
+struct run_sample {
+  const K* key;
+  template <class Comp>
+  __device__ __forceinline__ void write(index_t i, index_t*, K* sample_keys, Comp&) const {
+    sample_keys[i] = *key;
+  }
+};
+
+// What sample_kernel samples: the sort's 4-way pass (sort/pass.cuh's sort_sampling) or multiway.cuh's
+// runs_sampling (pair samples) and runs_key_sampling (run samples); view() gives the count (0: nothing) and
+// at(i), sample i to write.
+template <class Sampling, class Comp, class K = typename Sampling::key_type>
+__global__ void __launch_bounds__(sample_threads)
+    sample_kernel(Sampling sampling, index_t* samples, K* sample_keys, Comp comp) {
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const auto v = sampling.view();
+  // Grid-stride: the grid fits the planned width (sorted input samples nothing); longer sorted runs need more.
+  const index_t step = static_cast<index_t>(gridDim.x) * blockDim.x;
+  for (index_t i = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < v.count; i += step) {
+    v.at(i).write(i, samples, sample_keys, comp);
+  }
+}
+
+// The tile's pieces [start[k], end[k]), clamped to their runs and to exactly `count` keys whatever comp
+// does, so every output position is written once and every read is in range.
+template <int Ways>
+__device__ __forceinline__ void clamp_pieces(const index_t (&len)[Ways], const index_t (&start)[Ways],
+                                             index_t (&end)[Ways], index_t count) {
+  index_t total = 0;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    end[k] = end[k] < start[k] ? start[k] : (end[k] > len[k] ? len[k] : end[k]);
+    total += end[k] - start[k];
+  }
+#pragma unroll
+  for (int k = Ways - 1; k >= 0; --k) {  // too many: trim from the last run
+    const index_t cut = total - count < end[k] - start[k] ? total - count : end[k] - start[k];
+    if (cut > 0) {
+      end[k] -= cut;
+      total -= cut;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {  // too few: extend from the first
+    const index_t add = count - total < len[k] - end[k] ? count - total : len[k] - end[k];
+    if (add > 0) {
+      end[k] += add;
+      total += add;
+    }
+  }
+}
+
+// Tile [d0, d1) of group `group` (runs g) as a descriptor, its pieces clamped (clamp_pieces).
+template <int Ways, class K>
+__device__ __forceinline__ tile_desc<Ways> describe_tile(const run_group<Ways, K>& g, index_t group,
+                                                         index_t (&start)[Ways], index_t (&end)[Ways], index_t d0,
+                                                         index_t d1) {
+  clamp_pieces(g.len, start, end, d1 - d0);
+  const index_t group_begin = group * Ways * g.width;
+  tile_desc<Ways> d;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    d.at[k] = group_begin + k * g.width + start[k];
+    d.size[k] = static_cast<std::uint16_t>(end[k] - start[k]);
+  }
+  d.out = group_begin + d0;
+  return d;
+}
+
+// The cut of a 4-way group at sample diagonal d: the search over the run samples (sg, pair samples hs), then
+// on to the tile's diagonal in the runs (sampled_split), so tiles hold exactly nv and stay aligned (H100, 2^28
+// int32: cuts near the samples' diagonals cost the pass kernel 9%; docs/cuda-merge-sort.md). Runs: run_group
+// (the sort's runs side by side) or four_runs (the k-way merge's, anywhere); sample j of run k is run k's key
+// j * every (rate).
+template <class Runs, class K, class Comp, class Rate>
+__device__ __forceinline__ run_split<4> sampled_cut(const Runs& g, const Runs& sg, index_t d,
+                                                    const half_samples<K>& hs, Comp& comp, Rate rate) {
+  if (d == 0) return run_split<4>{{0, 0, 0, 0}};
+  return sampled_split<4>(g, sg, group_split(sg, d, comp, hs), d, rate, comp);
+}
+
+// Each tile's start and descriptor (the tile form above) for a tiling: the sort's pass (sort/pass.cuh) or
+// multiway.cuh's runs_tiling; tiling.at<Ways>(tile) gives the thread's tile (active, num_tiles), which
+// tiling.start and tiling.describe take.
+// (The minimum of blocks: without it ptxas held the 16-byte keys' 4-way kernel to 80 registers and spilled.)
+template <int Ways, class Tiling, class Comp>
+__global__ void __launch_bounds__(partition_tiles + 1, 4)
+    pass_partition_kernel(Tiling tiling, tile_desc<Ways>* descs, Comp comp) {
+  __shared__ run_split<Ways> starts[partition_tiles + 1];
+  wait_for_prerequisite_grid();
+  allow_dependent_launch();
+  const index_t tile = static_cast<index_t>(blockIdx.x) * partition_tiles + threadIdx.x;
+  // (The tile's state holds no reference to the parameter: one made ptxas copy
+  // it to a 160-byte stack frame.)
+  const auto t = tiling.template at<Ways>(tile);
+  if (!t.active) return;
+  partition_tile_block(
+      starts, t.num_tiles, [&](index_t) { return tiling.start(t, comp); },
+      [&](index_t, const run_split<Ways>& first, const run_split<Ways>& next) {
+        descs[tile] = tiling.describe(t, first, next);
+      });
 }
 
 }  // namespace libmerge::detail::cuda_backend

@@ -308,7 +308,7 @@ BOOST_AUTO_TEST_CASE(merge_launch_box_96x31) { check_box<lm::launch_box<96, 31>>
 // Ranges at every offset in a 16-byte line. From sm_90 on, a keys-only
 // merge of keys up to 4 bytes stages each tile by bulk copies of whole
 // 16-byte lines, the elements before the first line and after the last
-// copied by the threads (backends/cuda/bulk_load.cuh), so where a range
+// copied by the threads (backends/cuda/cta_merge.cuh), so where a range
 // starts in its line decides which of them copies what. Keys of 1, 2, 4, 8
 // and 16 bytes (the last two, and merge_by_key, loaded through registers:
 // the same offsets for them), each input and output 0 .. 16 / size - 1

@@ -117,7 +117,7 @@ BOOST_AUTO_TEST_CASE(four_way_split_matches_a_stable_merge) {
     const auto expected = r.brute_force_splits();
     const index_t size = static_cast<index_t>(expected.size()) - 1;
     // Tiles of nv with pair samples every `every` ranks, a divisor of nv
-    // (a whole tile, or finer: pass_partition.cuh's
+    // (a whole tile, or finer: partition.cuh's
     // pair_spacing_on_samples).
     for (auto [nv, every] : {std::pair<index_t, index_t>{1, 1}, {7, 7}, {7, 1}, {64, 64}, {64, 16}, {333, 333},
                              {333, 111}, {333, 37}}) {

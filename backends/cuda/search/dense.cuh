@@ -22,7 +22,6 @@
 #include "../../../libmerge/search_tags.hpp"
 #include "../../../policies/cuda.hpp"
 #include "../../engine/search.hpp"
-#include "../bulk_load.cuh"
 #include "../cta_merge.cuh"
 #include "../memory.cuh"
 #include "../partition.cuh"
@@ -76,7 +75,7 @@ struct search_layout {
   __device__ static std::size_t b_offset(int na) { return align_up((1 + na) * sizeof(TA), alignof(TB)); }
 };
 
-// Whether tiles are staged by bulk copies (bulk_load.cuh): the dense search is
+// Whether tiles are staged by bulk copies (cta_merge.cuh): the dense search is
 // issue-bound and a staged tile issues no load or shared store an element.
 // H200, int32 2^24..2^28: 0.86x-0.93x the time (docs/cuda-sorted-search.md).
 template <class AIt, class BIt>

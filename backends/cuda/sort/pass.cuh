@@ -1,10 +1,149 @@
-// Stage 3b and 4 of the merge sort: the merge pass (pass_kernel) and the
-// copy back to the caller's buffers.
+// Stage 3 and 4 of the merge sort: where a pass's tiles start (sort_sampling and sort_tiling, which
+// partition.cuh's sample_kernel and pass_partition_kernel run), the merge pass (pass_kernel) and the copy
+// back to the caller's buffers.
 #pragma once
 
+#include "../partition.cuh"
 #include "state.cuh"
 
 namespace libmerge::detail::cuda_backend {
+
+// 3a. Where a pass's tiles start.
+
+// The sort's pass p: its pairs of runs in the buffer it reads, or over the run samples
+// (partitions_on_samples), on pair_samples_of's grid.
+template <class K>
+struct sort_sampling {
+  using key_type = K;
+  sort_buffers<K, char> buf;
+  index_t n;
+  pass_plan plan;
+  index_t nv;
+  int pass;
+  sort_flags flags;
+  const K* run_samples;
+  struct pairs {
+    const K* keys;
+    index_t keys_n, w;
+    pair_sample_grid grid;
+    index_t count;
+    __device__ __forceinline__ pair_sample<K> at(index_t i) const {
+      const run_group<2, K> g = group_at<2>(keys, keys_n, w, i / grid.stride);
+      const index_t size = group_size(g);
+      const index_t j = i % grid.stride;
+      return {{g.keys, g.len[0], g.keys + w, g.len[1]}, j * grid.spacing < size ? j * grid.spacing : size};
+    }
+  };
+  __device__ __forceinline__ pairs view() const {
+    if (!flags.unsorted()) return {nullptr, 0, 1, {1, 1, 0}, 0};
+    const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+    const index_t width = pass_shape_of(plan, flags, n, nv).width;
+    const bool sampled = run_samples != nullptr && partitions_on_samples(width, nv);
+    const pair_sample_grid grid = pair_samples_of(plan, n, width, nv, sampled);
+    return {sampled ? run_samples : buf.keys(src), sampled ? run_samples_of(n) : n,
+            sampled ? width / sample_every : width, grid, grid.count};
+  }
+};
+
+// The sort's pass p. A group's first tile also checks whether the group is in order already (has_work), tile
+// 0 records the buffer read; 4-way passes on run samples cut through sampled_cut.
+template <class K>
+struct sort_tiling {
+  sort_buffers<K, char> buf;
+  index_t n;
+  pass_plan plan;
+  index_t nv;
+  int pass;
+  sort_flags flags;
+  const index_t* samples;  // 4-way passes: the pair samples
+  const K* sample_keys;
+  const K* run_samples;
+
+  template <int Ways>
+  struct tile_of {
+    bool active, undone, sampled;
+    pass_shape shape;
+    int group, local;
+    run_group<Ways, K> g;
+    index_t num_tiles;
+  };
+
+  template <int Ways, class Comp>
+  __device__ __forceinline__ run_split<Ways> start(const tile_of<Ways>& v, Comp& comp) const {
+    const run_group<Ways, K>& g = v.g;
+    const index_t width = v.shape.width;
+    if (v.local == 0) {
+      bool in_order = true;
+#pragma unroll
+      for (int k = 1; k < Ways; ++k) {
+        if (g.len[k] > 0) in_order &= !comp(g.keys[k * width], g.keys[k * width - 1]);
+      }
+      if (!in_order && !v.undone) flags.has_work(pass) = 1;
+    }
+    // 4-way passes: the group's pair samples, over the runs or their samples.
+    half_samples<K> hs{{nullptr, nullptr}, {nullptr, nullptr}, 1};
+    if (samples != nullptr) {
+      const pair_sample_grid ps = pair_samples_of(plan, n, width, nv, v.sampled);
+      const index_t first = static_cast<index_t>(v.group) * 2 * ps.stride;
+      hs = {{samples + first, samples + first + ps.stride},
+            {sample_keys + 2 * first, sample_keys + 2 * (first + ps.stride)},
+            ps.spacing};
+    }
+    if constexpr (Ways == 4) {
+      if (v.sampled) {
+        const run_group<4, K> sg = group_at<4>(run_samples, run_samples_of(n), width / sample_every, v.group);
+        return sampled_cut(g, sg, static_cast<index_t>(v.local) * (nv / sample_every), hs, comp,
+                           sort_sample_rate{});
+      }
+    }
+    return group_split(g, static_cast<index_t>(v.local) * nv, comp, hs);
+  }
+  template <int Ways>
+  __device__ __forceinline__ tile_desc<Ways> describe(const tile_of<Ways>& v, const run_split<Ways>& first,
+                                                      const run_split<Ways>& next) const {
+    const run_group<Ways, K>& g = v.g;
+    const index_t size = group_size(g);
+    const index_t d0 = static_cast<index_t>(v.local) * nv;
+    const index_t d1 = d0 + nv < size ? d0 + nv : size;
+    index_t begin[Ways], end[Ways];
+#pragma unroll
+    for (int k = 0; k < Ways; ++k) {
+      begin[k] = first.s[k];
+      end[k] = d1 == size ? g.len[k] : next.s[k];
+    }
+    return describe_tile(g, v.group, begin, end, d0, d1);
+  }
+
+  template <int Ways>
+  __device__ __forceinline__ tile_of<Ways> at(index_t tile) const {
+    // A pass before undone by the guard: this one merges nothing. (Read once a
+    // block: every thread's own look held the kernel at 64 registers instead
+    // of 40.)
+    __shared__ bool undone;
+    if (threadIdx.x == 0) undone = flags.undone_before(pass);
+    __syncthreads();
+    const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+    tile_of<Ways> v{flags.unsorted(), undone, false, {}, 0, 0, {}, 0};
+    if (!v.active) {
+      if (tile == 0) flags.source(pass) = src;
+      return v;
+    }
+    v.shape = pass_shape_of(plan, flags, n, nv);
+    v.sampled = Ways == 4 && run_samples != nullptr && partitions_on_samples(v.shape.width, nv);
+    if (tile == 0) {
+      flags.source(pass) = src;
+      flags.shapes[pass] = v.shape;  // the pass kernel's tile count
+    }
+    const bool mine = tile < v.shape.num_tiles;
+    v.group = static_cast<int>(mine ? tile : 0) / v.shape.tiles_per_group;
+    v.local = static_cast<int>(mine ? tile : 0) % v.shape.tiles_per_group;
+    v.g = group_at<Ways>(buf.keys(src), n, v.shape.width, v.group);
+    v.num_tiles = v.shape.num_tiles;
+    return v;
+  }
+};
+
+// 3b. The pass.
 
 // A pass thread's registers, as CTAs an SM: the entry's thread budget by ways, element and key sizes
 // (merge_sort_line pass_*; docs/tuning.md). Passes are bound by loads in flight: as many threads as do not
@@ -43,7 +182,7 @@ __device__ __forceinline__ piece_map<4> pieces_of(const tile_desc<4>& d) {
   return m;
 }
 
-// Pass tiles staged by bulk copies (bulk_load.cuh; sm_90 kernels and later, room in every layout): keys up
+// Pass tiles staged by bulk copies (cta_merge.cuh; sm_90 kernels and later, room in every layout): keys up
 // to 4 bytes without values, one copy a piece instead of a select, a load and a shared store an element.
 // H200, 2^28 int32 keys: 9.68 against 9.85 ms (docs/cuda-merge-sort.md).
 template <class K, bool WithValues>
@@ -158,7 +297,7 @@ struct register_pieces_loader {
     return {pieces.start[1], pieces.start[2], pieces.start[3]};
   }
 };
-// Two runs staged by bulk copies (bulk_load.cuh).
+// Two runs staged by bulk copies (cta_merge.cuh).
 struct bulk_pair_loader {
   template <class Box, bool Full, class Layout, class IO, class K = typename IO::key_type>
   static __device__ __forceinline__ two_runs<K> load(const IO& io, const tile_desc<2>& d, int count,

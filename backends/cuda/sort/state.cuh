@@ -195,13 +195,6 @@ inline constexpr int sample_every = 32;
 // The run samples of len keys (the last one's run may be shorter than sample_every).
 LIBMERGE_HOST_DEVICE inline index_t run_samples_of(index_t len) { return (len + sample_every - 1) / sample_every; }
 
-// Run samples every 2^log2 keys: the sort's every sample_every (its stores write them), the k-way merge's
-// as runs_sample_rate picks (a read of the runs, so sparser: fewer bytes read, a longer walk a tile).
-struct sample_rate {
-  int log2;
-  LIBMERGE_HOST_DEVICE index_t every() const { return index_t{1} << log2; }
-  LIBMERGE_HOST_DEVICE index_t of(index_t len) const { return (len + every() - 1) >> log2; }
-};
 // The sort's, as a sample rate whose spacing is a constant (sampled_cut).
 struct sort_sample_rate {
   static constexpr LIBMERGE_HOST_DEVICE int every() { return sample_every; }
@@ -230,18 +223,74 @@ struct pass_plan {
   index_t pair_spacing;
 };
 
-// A pass tile from its partition kernel, so pass threads do no 64-bit group geometry (a fifth of a 4-way pass
-// kernel's instructions): piece k is [at[k], at[k] + size[k]), clamped (clamp_pieces); output at out.
-template <int Ways>
-struct alignas(16) tile_desc {
-  index_t at[Ways];
-  index_t out;
-  std::uint16_t size[Ways];  // a tile holds at most 65535 elements (launch_box)
+// Threads a block of the copy back (launches and launch bounds).
+inline constexpr int copy_threads = 256;
+
+// A pass's geometry: its shape, a group's runs, its pair samples' grid.
+__device__ __forceinline__ pass_shape make_pass_shape(index_t n, index_t width, int ways, index_t nv) {
+  const index_t group = width * ways;
+  const index_t groups = (n + group - 1) / group;
+  const index_t tiles_per_group = (group + nv - 1) / nv;
+  const index_t last = n - (groups - 1) * group;
+  return {width, static_cast<int>(tiles_per_group),
+          static_cast<int>((groups - 1) * tiles_per_group + (last + nv - 1) / nv)};
+}
+
+__device__ __forceinline__ pass_shape pass_shape_of(const pass_plan& p, const sort_flags& flags, index_t n,
+                                                    index_t nv) {
+  const index_t base = flags.first_width(p.bs_nv);
+  // Runs as long as the input: one run, nothing to merge (and no overflow).
+  const index_t width = base > (n - 1) / p.scale ? n : base * p.scale;
+  return make_pass_shape(n, width, p.ways, nv);
+}
+
+template <int Ways, class K>
+__device__ __forceinline__ run_group<Ways, K> group_at(const K* keys, index_t n, index_t width, index_t group) {
+  run_group<Ways, K> g;
+  const index_t begin = group * Ways * width;
+  g.keys = keys + begin;
+  g.width = width;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) {
+    const index_t left = n - begin - k * width;
+    g.len[k] = left <= 0 ? 0 : (left < width ? left : width);
+  }
+  return g;
+}
+
+template <int Ways, class K>
+__device__ __forceinline__ index_t group_size(const run_group<Ways, K>& g) {
+  index_t total = 0;
+#pragma unroll
+  for (int k = 0; k < Ways; ++k) total += g.len[k];
+  return total;
+}
+
+// A 4-way pass partitions on run samples (every `every` keys) when its runs and tiles start at multiples of
+// `every` (other sorted-run widths search the runs) and its tiles hold 8 samples or more.
+LIBMERGE_HOST_DEVICE inline bool partitions_on_samples(index_t width, index_t nv, index_t every = sample_every) {
+  return width % every == 0 && nv % every == 0 && nv >= 8 * every;
+}
+
+// A 4-way pass's pair samples: samples[(group * 2 + pair) * stride + j], the split of pair (0 1 or 2 3) at
+// rank j * p of its merge (clamped), stride = ceil(2 * width / p) + 1, and its keys at ranks j * p and
+// j * p - 1 (sample_keys[2i], [2i + 1]), so the partition's coarse search reads these small arrays alone.
+LIBMERGE_HOST_DEVICE inline index_t sample_stride(index_t width, index_t p) { return (2 * width + p - 1) / p + 1; }
+
+// A 4-way pass's pair samples over runs of `width`: spacing (a tile in keys, or `sampled`, in run samples),
+// stride (a pair's) and count (in all).
+struct pair_sample_grid {
+  index_t spacing, stride, count;
 };
 
-// Threads a block of the sample kernels and the copy back (launches and launch bounds).
-inline constexpr int sample_threads = 128;
-inline constexpr int copy_threads = 256;
+LIBMERGE_HOST_DEVICE inline pair_sample_grid pair_samples_of(const pass_plan& plan, index_t n, index_t width,
+                                                             index_t nv, bool sampled) {
+  const index_t spacing = sampled ? plan.pair_spacing : nv;
+  const index_t stride = sample_stride(sampled ? width / sample_every : width, spacing);
+  // The pairs of a 4-way pass are the groups of a 2-way pass of the same width.
+  const index_t pairs = 2 * ((n + 4 * width - 1) / (4 * width));
+  return {spacing, stride, pairs * stride};
+}
 
 // The pair samples' spacing in run samples (host, plan_passes): a tile, or up to quarter_spaced_tiles tiles
 // a quarter tile (its largest divisor up to a quarter), leaving the nested searches a quarter tile.
