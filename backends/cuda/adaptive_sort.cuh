@@ -1,7 +1,7 @@
 // lm::sort on the GPU: cub::DeviceRadixSort (stable) for integer and floating-point keys under lm::less /
 // lm::greater (and cuda::std's). A look at the keys may find them sorted (nothing moves) or in reverse order
-// (turned around); runs long enough for few merge passes and, among floats, a NaN or a -0.0 (the radix sort
-// orders those by their bits; lm::less puts NaNs last in input order, -0.0 with 0.0) take the merge sort.
+// (turned around); runs long enough for few merge passes and, among floats, a NaN (the radix sort orders NaNs
+// by their bits; lm::less puts them last in input order) take the merge sort.
 #pragma once
 
 #include <cub/device/device_for.cuh>
@@ -9,6 +9,7 @@
 #include <cub/device/device_reduce.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+#include <cuda/std/functional>
 #include <cuda/std/utility>
 
 #include "merge_sort.cuh"
@@ -17,7 +18,7 @@
 namespace libmerge::detail::cuda_backend {
 
 // Keys the radix sort orders as Comp does: numbers (not bool) in their order
-// or its reverse; floating-point ones once the look finds no NaN and no -0.0.
+// or its reverse; floating-point ones once the look finds no NaN.
 template <class Comp, class K>
 inline constexpr bool radix_sortable_v = orders_numbers_v<Comp, K> && sizeof(K) <= 8;
 
@@ -42,15 +43,17 @@ inline constexpr index_t look_from = std::is_floating_point_v<K> ? 0 : (index_t(
 // 4-way passes, under a radix sort's time for 4-byte keys) take the merge sort.
 inline constexpr index_t merge_sort_runs_max = 256;
 
-// 1 for a NaN or a -0.0, by the bits: what the radix sort and lm::less order differently.
+// Odd floats by the bits: a NaN (the radix sort orders NaNs by their bits, lm::less last in input order), a -0.0
+// (the radix sort keeps it with 0.0 in input order, as lm::less, but a reversal of equal keys would swap them).
+inline constexpr unsigned long long odd_nan = 1, odd_minus_zero = 2;
 template <class K>
-struct radix_odd {
+struct odd_float {
   __device__ unsigned long long operator()(K x) const {
     using bits_t = std::conditional_t<sizeof(K) == 8, unsigned long long, unsigned>;
     const bits_t sign = bits_t(1) << (8 * sizeof(K) - 1), inf = sizeof(K) == 8 ? 0x7ffull << 52 : 0xffu << 23;
     bits_t b;
     memcpy(&b, &x, sizeof b);
-    return (b & ~sign) > inf || b == sign ? 1 : 0;
+    return (b & ~sign) > inf ? odd_nan : (b == sign ? odd_minus_zero : 0);
   }
 };
 
@@ -74,16 +77,16 @@ struct rise_at {
   }
 };
 
-// Sums of 0/1 (odd keys, rises) by CUB's reduction into out[0] (temp null: its storage's size into bytes).
-template <class It>
-void count_into(void* temp, std::size_t& bytes, It flags, index_t count, unsigned long long* out, cudaStream_t stream,
-                const char* algorithm) {
-  check_cuda(cub::DeviceReduce::Sum(temp, bytes, flags, out, count, stream), algorithm, "cub::DeviceReduce::Sum");
+// Rises summed, odd floats' bits or-ed (Op) by CUB's reduction into out[0] (temp null: its storage's size to bytes).
+template <class Op, class It>
+void reduce_into(void* temp, std::size_t& bytes, It in, index_t n, unsigned long long* out, cudaStream_t stream,
+                 const char* algorithm) {
+  check_cuda(cub::DeviceReduce::Reduce(temp, bytes, in, out, n, Op{}, 0ull, stream), algorithm, "cub::DeviceReduce");
 }
 
 // What the look at the keys found: the gcd of the positions where keys[i + 1] comes before keys[i] (0:
 // sorted; its read stops early once it is below `useful`); of rise_samples pairs evenly spaced (rise_at), how
-// many rise; for floating-point keys how many are NaN or -0.0. Waited for.
+// many rise; for floating-point keys which odd floats (odd_float's bits) are among them. Waited for.
 inline constexpr index_t rise_samples = 1024;
 struct key_look {
   unsigned long long runs, rises, odd;
@@ -93,19 +96,20 @@ key_look look_at_keys(const Policy& policy, const device_info& dev, const K* key
                       Comp comp, const char* algorithm) {
   const cudaStream_t stream = policy.stream();
   constexpr bool floating = std::is_floating_point_v<K>;
-  const auto odd = thrust::make_transform_iterator(keys, radix_odd<K>{});
+  const auto odd = thrust::make_transform_iterator(keys, odd_float<K>{});
   const index_t samples = std::min(rise_samples, n - 1);
   const auto rises = thrust::make_transform_iterator(thrust::counting_iterator<index_t>(0),
                                                      rise_at<Strict, K, Comp>{keys, n, samples, {comp}});
   std::size_t odd_bytes = 0, rise_bytes = 0;  // (the reductions' storage in front of the look's words)
-  if constexpr (floating) count_into(nullptr, odd_bytes, odd, n, nullptr, stream, algorithm);
-  count_into(nullptr, rise_bytes, rises, samples, nullptr, stream, algorithm);
+  if constexpr (floating) reduce_into<::cuda::std::bit_or<>>(nullptr, odd_bytes, odd, n, nullptr, stream, algorithm);
+  reduce_into<::cuda::std::plus<>>(nullptr, rise_bytes, rises, samples, nullptr, stream, algorithm);
   const std::size_t at = align_up(std::max(odd_bytes, rise_bytes), 16);
   temporary_storage<typename Policy::allocator_type> temp(policy.allocator(), stream, at + sizeof(key_look), algorithm);
   auto* found = reinterpret_cast<unsigned long long*>(temp.template as<unsigned char>() + at);
   launch_sortedness(keys, n, useful, sort_flags::at(found, 0, false), 0, comp, stream, dev, algorithm);
-  count_into(temp.template as<void>(), rise_bytes, rises, samples, found + 1, stream, algorithm);
-  if constexpr (floating) count_into(temp.template as<void>(), odd_bytes, odd, n, found + 2, stream, algorithm);
+  void* const storage = temp.template as<void>();
+  reduce_into<::cuda::std::plus<>>(storage, rise_bytes, rises, samples, found + 1, stream, algorithm);
+  if constexpr (floating) reduce_into<::cuda::std::bit_or<>>(storage, odd_bytes, odd, n, found + 2, stream, algorithm);
   key_look look{0, 0, 0};
   check_cuda(cudaMemcpyAsync(&look, found, (floating ? 3 : 2) * sizeof *found, cudaMemcpyDeviceToHost, stream),
              algorithm, "cudaMemcpyAsync (the look at the keys)");
@@ -185,7 +189,7 @@ sort_method pick_method(const Policy& policy, const device_info& dev, const K* k
     return sort_method::reverse;
   }
   const bool long_sorted_runs = look.runs >= static_cast<unsigned long long>(long_runs);
-  return long_sorted_runs || look.odd != 0 ? sort_method::merge : sort_method::radix;
+  return long_sorted_runs || (look.odd & odd_nan) != 0 ? sort_method::merge : sort_method::radix;
 }
 
 template <class Policy, class KeysIt, class ValsIt, class Comp>

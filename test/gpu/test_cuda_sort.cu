@@ -4,7 +4,7 @@
 // after the look: nothing for sorted keys, the merge sort for long sorted runs,
 // a reversal for keys in reverse order), random, sorted, reversed,
 // runs, nearly sorted and few-distinct input; floating-point keys with and
-// without NaNs and -0.0 (the merge sort or the radix sort), and a comparator of
+// without NaNs (the merge sort or the radix sort), -0.0 among 0.0, and a comparator of
 // the caller's own (the merge sort). By key the values are the positions: the
 // stable permutation. (Graph capture: test_cuda_graph_capture.)
 #define BOOST_TEST_MODULE cuda_sort
@@ -127,9 +127,10 @@ BOOST_AUTO_TEST_CASE(large_integer_keys_match_stable_sort) {
   }
 }
 
-// Floating-point keys from 2^22: the radix sort when the look finds no NaN and no -0.0 (numbers of both signs,
-// +0.0, infinities), the merge sort when it finds one -0.0 or one NaN anywhere, nothing when they are sorted,
-// a reversal when they fall (by key only strictly: the radix sort here, with ties); nearly sorted, the radix sort.
+// Floating-point keys from 2^22: the radix sort when the look finds no NaN (numbers of both signs, 0.0 and
+// -0.0, infinities), the merge sort when it finds one NaN anywhere, nothing when they are sorted, a reversal
+// when they fall (by key only strictly: the radix sort here, with ties; not with a -0.0 among equal zeros);
+// nearly sorted, the radix sort.
 template <class T>
 void floating_cases(std::mt19937_64& g) {
   const std::size_t n = (std::size_t(1) << 22) + 1;
@@ -156,9 +157,13 @@ void floating_cases(std::mt19937_64& g) {
     with[n / 4] = T(0);
     check_sort(with, lm::less<>(), type + " one odd key less");
     check_sort(with, lm::greater<>(), type + " one odd key greater");
-    std::stable_sort(with.begin(), with.end(), lm::greater<>());  // falling, but odd: the merge sort
+    std::stable_sort(with.begin(), with.end(), lm::greater<>());  // falling, but odd: no reversal
     check_sort(with, lm::less<>(), type + " one odd key falling less");
   }
+  std::vector<T> zeros = keys;  // a third zeros of either sign, no NaN: the radix sort, zeros in input order
+  for (std::size_t i = 0; i < n; i += 3) zeros[i] = (g() & 1) ? -T(0) : T(0);
+  check_sort(zeros, lm::less<>(), type + " zeros of both signs less");
+  check_sort(zeros, lm::greater<>(), type + " zeros of both signs greater");
 }
 
 BOOST_AUTO_TEST_CASE(large_floating_point_keys_match_stable_sort) {
