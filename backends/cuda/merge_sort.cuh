@@ -261,7 +261,7 @@ void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, i
       auto* d = static_cast<tile_desc<2>*>(m.descs);
       launch(pass_partition_kernel<2, sort_tiling<K>, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev,
              algorithm, "pass_partition_kernel",
-             sort_tiling<K>{key_buf, n, pass, nv, p, m.flags, nullptr, nullptr, nullptr}, d, comp);
+             sort_tiling<K>{{key_buf, n, pass, nv, p, m.flags, nullptr}, nullptr, nullptr}, d, comp);
       launch(pass_kernel<Box, 2, sort_pass<K, V, WithValues, Guard>, Comp>, pass.launch_tiles, Box::nt, pass_smem,
              stream, true, dev, algorithm, "pass_kernel", sort_pass<K, V, WithValues, Guard>{m.buf, p, m.flags, nullptr},
              static_cast<const tile_desc<2>*>(d), comp);
@@ -269,14 +269,13 @@ void launch_passes(const sort_shape& s, const sort_memory<Allocator, K, V>& m, i
       auto* d = static_cast<tile_desc<4>*>(m.descs);
       // The pair samples of the planned width (the kernel strides over more).
       const index_t width = pass.scale * pass.bs_nv;
-      const index_t pair_count =
-          pair_samples_of(pass, n, width, Box::nv, my_samples != nullptr && partitions_on_samples(width, Box::nv)).count;
+      const sort_sampling<K> sampling{key_buf, n, pass, nv, p, m.flags, my_samples};
+      const index_t pair_count = pair_samples_of(pass, n, width, nv, sampling.sampled(width)).count;
       launch(sample_kernel<sort_sampling<K>, Comp>, (pair_count + sample_threads - 1) / sample_threads,
-             sample_threads, 0, stream, true, dev, algorithm, "sample_kernel",
-             sort_sampling<K>{key_buf, n, pass, nv, p, m.flags, my_samples}, m.samples, m.sample_keys, comp);
+             sample_threads, 0, stream, true, dev, algorithm, "sample_kernel", sampling, m.samples,
+             m.sample_keys, comp);
       launch(pass_partition_kernel<4, sort_tiling<K>, Comp>, part_blocks, partition_tiles + 1, 0, stream, true, dev,
-             algorithm, "pass_partition_kernel",
-             sort_tiling<K>{key_buf, n, pass, nv, p, m.flags, m.samples, m.sample_keys, my_samples}, d, comp);
+             algorithm, "pass_partition_kernel", sort_tiling<K>{sampling, m.samples, m.sample_keys}, d, comp);
       launch(pass_kernel<Box, 4, sort_pass<K, V, WithValues, Guard>, Comp>, pass.launch_tiles, Box::nt, pass_smem,
              stream, true, dev, algorithm, "pass_kernel",
              sort_pass<K, V, WithValues, Guard>{m.buf, p, m.flags, next_samples}, static_cast<const tile_desc<4>*>(d),

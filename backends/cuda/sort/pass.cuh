@@ -22,6 +22,13 @@ struct sort_sampling {
   int pass;
   sort_flags flags;
   const K* run_samples;
+  __device__ __forceinline__ int source() const {
+    return block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+  }
+  // Whether 4-way tiles of runs this wide cut through the run samples.
+  LIBMERGE_HOST_DEVICE bool sampled(index_t width) const {
+    return run_samples != nullptr && partitions_on_samples(width, nv);
+  }
   struct pairs {
     const K* keys;
     index_t keys_n, w;
@@ -36,28 +43,22 @@ struct sort_sampling {
   };
   __device__ __forceinline__ pairs view() const {
     if (!flags.unsorted()) return {nullptr, 0, 1, {1, 1, 0}, 0};
-    const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
     const index_t width = pass_shape_of(plan, flags, n, nv).width;
-    const bool sampled = run_samples != nullptr && partitions_on_samples(width, nv);
-    const pair_sample_grid grid = pair_samples_of(plan, n, width, nv, sampled);
-    return {sampled ? run_samples : buf.keys(src), sampled ? run_samples_of(n) : n,
-            sampled ? width / sample_every : width, grid, grid.count};
+    const bool on_samples = sampled(width);
+    const pair_sample_grid grid = pair_samples_of(plan, n, width, nv, on_samples);
+    return {on_samples ? run_samples : buf.keys(source()), on_samples ? run_samples_of(n) : n,
+            on_samples ? width / sample_every : width, grid, grid.count};
   }
 };
 
-// The sort's pass p. A group's first tile also checks whether the group is in order already (has_work), tile
-// 0 records the buffer read; 4-way passes on run samples cut through sampled_cut.
+// The sort's pass p, sampled as above. A group's first tile also checks whether the group is in order already
+// (has_work), tile 0 records the buffer read; 4-way passes on run samples cut through sampled_cut.
 template <class K>
-struct sort_tiling {
-  sort_buffers<K, char> buf;
-  index_t n;
-  pass_plan plan;
-  index_t nv;
-  int pass;
-  sort_flags flags;
+struct sort_tiling : sort_sampling<K> {
   const index_t* samples;  // 4-way passes: the pair samples
   const K* sample_keys;
-  const K* run_samples;
+  using base = sort_sampling<K>;
+  using base::buf, base::n, base::plan, base::nv, base::pass, base::flags, base::run_samples;
 
   template <int Ways>
   struct tile_of {
@@ -122,14 +123,14 @@ struct sort_tiling {
     __shared__ bool undone;
     if (threadIdx.x == 0) undone = flags.undone_before(pass);
     __syncthreads();
-    const int src = block_buffer_before_pass(flags, pass, plan.first_buffer, plan.bs_nv);
+    const int src = this->source();
     tile_of<Ways> v{flags.unsorted(), undone, false, {}, 0, 0, {}, 0};
     if (!v.active) {
       if (tile == 0) flags.source(pass) = src;
       return v;
     }
     v.shape = pass_shape_of(plan, flags, n, nv);
-    v.sampled = Ways == 4 && run_samples != nullptr && partitions_on_samples(v.shape.width, nv);
+    v.sampled = Ways == 4 && this->sampled(v.shape.width);
     if (tile == 0) {
       flags.source(pass) = src;
       flags.shapes[pass] = v.shape;  // the pass kernel's tile count
