@@ -502,25 +502,35 @@ __device__ __forceinline__ void write_warp_samples(const T (&y)[VT], int holder,
   }
 }
 
-// Each thread's VT consecutive outputs to out[0, count), coalesced: WarpStore's
-// transpose through the warp's slice of `scratch` (own TempStorage would cost
-// occupancy). CUB pads power-of-two VT above 4, which overflows: by hand.
+// CUB's WarpStore transpose fits a warp's slice of a tile (32 * VT elements): its unpadded storage declares one
+// element more than the exchange touches. CUB pads power-of-two VT above 4, which overflows: by hand then.
+template <class T, int VT>
+inline constexpr bool warp_store_fits =
+    sizeof(typename cub::WarpStore<T, VT, cub::WARP_STORE_TRANSPOSE>::TempStorage) <= (32 * VT + 1) * sizeof(T);
+
+// The warp's VT outputs a thread to out + warp_base, coalesced by WarpStore's transpose through the warp's
+// slice of `scratch` (own TempStorage would cost occupancy).
+template <int VT, bool Full, class T, class Out>
+__device__ __forceinline__ void warp_store_transposed(const T (&x)[VT], T* scratch, Out out, int count,
+                                                      int warp_base) {
+  using store = cub::WarpStore<T, VT, cub::WARP_STORE_TRANSPOSE>;
+  auto& temp = *reinterpret_cast<typename store::TempStorage*>(scratch + warp_base);
+  T y[VT];  // WarpStore transposes in place
+#pragma unroll
+  for (int i = 0; i < VT; ++i) y[i] = x[i];
+  if constexpr (Full) {
+    store(temp).Store(out + warp_base, y);
+  } else {
+    store(temp).Store(out + warp_base, y, count - warp_base);
+  }
+}
+
+// Each thread's VT consecutive outputs to out[0, count), coalesced (warp_store_transposed, else by hand).
 template <int VT, bool Full, class T, class Out>
 __device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch, Out out, int count, int tid) {
-  using store = cub::WarpStore<T, VT, cub::WARP_STORE_TRANSPOSE>;
   const int warp_base = (tid / 32) * 32 * VT;
-  // CUB's unpadded storage declares one element more than the exchange
-  // touches (32 * VT + 1); only the first 32 * VT, the warp's slice, are used.
-  if constexpr (sizeof(typename store::TempStorage) <= (32 * VT + 1) * sizeof(T)) {
-    auto& temp = *reinterpret_cast<typename store::TempStorage*>(scratch + warp_base);
-    T y[VT];  // WarpStore transposes in place
-#pragma unroll
-    for (int i = 0; i < VT; ++i) y[i] = x[i];
-    if constexpr (Full) {
-      store(temp).Store(out + warp_base, y);
-    } else {
-      store(temp).Store(out + warp_base, y, count - warp_base);
-    }
+  if constexpr (warp_store_fits<T, VT>) {
+    warp_store_transposed<VT, Full>(x, scratch, out, count, warp_base);
   } else {
     const int lane = tid % 32;
 #pragma unroll
@@ -541,25 +551,13 @@ __device__ __forceinline__ void store_warp_striped(const T (&x)[VT], T* scratch,
 template <int VT, bool Full, class T, class Out>
 __device__ __forceinline__ void store_warp_striped_sampled(const T (&x)[VT], T* scratch, Out out, int count, int tid,
                                                            T* samples, index_t at) {
-  using store = cub::WarpStore<T, VT, cub::WARP_STORE_TRANSPOSE>;
   const int warp_base = (tid / 32) * 32 * VT;
   const int lane = tid % 32;
   const int lead = static_cast<int>((at + warp_base) % 32);
-  // Fits the slice: see store_warp_striped.
-  if constexpr (sizeof(typename store::TempStorage) <= (32 * VT + 1) * sizeof(T)) {
-    if (lead == 0) {
-      auto& temp = *reinterpret_cast<typename store::TempStorage*>(scratch + warp_base);
-      T y[VT];  // WarpStore transposes in place
-#pragma unroll
-      for (int i = 0; i < VT; ++i) y[i] = x[i];
-      if constexpr (Full) {
-        store(temp).Store(out + warp_base, y);
-      } else {
-        store(temp).Store(out + warp_base, y, count - warp_base);
-      }
-    }
+  if constexpr (warp_store_fits<T, VT>) {
+    if (lead == 0) warp_store_transposed<VT, Full>(x, scratch, out, count, warp_base);
   }
-  if (lead != 0 || sizeof(typename store::TempStorage) > (32 * VT + 1) * sizeof(T)) {
+  if (lead != 0 || !warp_store_fits<T, VT>) {
     // By hand, along 32-aligned segments.
 #pragma unroll
     for (int i = 0; i < VT; ++i) scratch[warp_base + VT * lane + i] = x[i];
