@@ -601,11 +601,14 @@ int main(int argc, char** argv) {
                launch_boxes<launch_box<256, 5>, launch_box<256, 5>>{}, launch_boxes<launch_box<256, 7>, launch_box<256, 7>>{},
                launch_boxes<launch_box<512, 5>, launch_box<512, 3>>{}, launch_boxes<launch_box<256, 7>, launch_box<512, 5>>{},
                launch_boxes<launch_box<256, 9>, launch_box<256, 5>>{}, launch_boxes<launch_box<512, 4>, launch_box<512, 3>>{},
-               launch_boxes<launch_box<256, 11>, launch_box<256, 5>>{}, launch_boxes<launch_box<256, 9>, launch_box<256, 7>>{});
+               launch_boxes<launch_box<256, 11>, launch_box<256, 5>>{}, launch_boxes<launch_box<256, 9>, launch_box<256, 7>>{},
+               launch_boxes<launch_box<256, 9>, launch_box<256, 5>, 4>{}, launch_boxes<launch_box<256, 9>, launch_box<128, 5>, 4>{});
         sort_case<std::int64_t, void, int_less> w(ctx, "int64", shape::random, n, int_less{}, make_keys<std::int64_t>(n, shape::random, 3));
-        w.tune(launch_boxes<launch_box<256, 11>, launch_box<256, 11>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 11>>{},
-               launch_boxes<launch_box<256, 15>, launch_box<256, 11>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 9>>{},
-               launch_boxes<launch_box<256, 19>, launch_box<256, 11>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 13>>{});
+        // 2-way passes (the entry's box) and 4-way passes of several boxes.
+        w.tune(launch_boxes<launch_box<256, 19>, launch_box<256, 11>>{}, launch_boxes<launch_box<256, 19>, launch_box<256, 11>, 4>{},
+               launch_boxes<launch_box<256, 19>, launch_box<128, 11>, 4>{}, launch_boxes<launch_box<256, 19>, launch_box<256, 9>, 4>{},
+               launch_boxes<launch_box<256, 19>, launch_box<256, 13>, 4>{}, launch_boxes<launch_box<256, 19>, launch_box<128, 15>, 4>{},
+               launch_boxes<launch_box<256, 19>, launch_box<512, 11>, 4>{});
         sort_case<std::int32_t, std::int32_t, int_less> p(ctx, "int32/int32", shape::random, n, int_less{}, make_keys<std::int32_t>(n, shape::random, 2));
         p.tune(launch_boxes<launch_box<256, 17>, launch_box<256, 9>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 11>>{},
                launch_boxes<launch_box<256, 13>, launch_box<256, 9>>{}, launch_boxes<launch_box<256, 17>, launch_box<256, 7>>{});

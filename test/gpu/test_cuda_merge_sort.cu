@@ -278,14 +278,18 @@ BOOST_AUTO_TEST_CASE(sort_tuned_mid_sized) {
 // A comparator of the caller's own that orders int32 keys as lm::less does:
 // the tuned line gives it 2-way passes where lm::less gets 4-way ones.
 struct own_less {
-  LIBMERGE_HOST_DEVICE bool operator()(std::int32_t a, std::int32_t b) const { return a < b; }
+  template <class T>
+  LIBMERGE_HOST_DEVICE bool operator()(T a, T b) const { return a < b; }
 };
 
 // Tuned calls of the separate kernels' sizes under lm::less (4-way passes
 // from 2^numbers_four_way_log2 keys) and a comparator of the caller's own
-// (2-way passes there): both sort alike. 2^23 + 5 keys are 9 levels over the
-// tuned block sort (4-way passes, then one 2-way pass), 2^24 + 3 ten.
-BOOST_AUTO_TEST_CASE(sort_tuned_by_comparator) {
+// (2-way passes there): both sort alike. 2^23 + 5 int32 keys are 9 levels
+// over the tuned block sort (4-way passes, then one 2-way pass), 2^24 + 3 ten.
+// int64 keys: the same calls over their own boxes (keys of 8 bytes and more
+// take 2-way passes, merge_sort_table).
+using tuned_key_types = std::tuple<std::int32_t, std::int64_t>;
+BOOST_AUTO_TEST_CASE_TEMPLATE(sort_tuned_by_comparator, T, tuned_key_types) {
   const auto& line = lm::tuning::merge_sort[sm90_line];
   static_assert(lm::tuning::merge_sort[sm90_line].numbers_four_way_log2 <
                     lm::tuning::merge_sort[sm90_line].four_way_log2,
@@ -295,7 +299,7 @@ BOOST_AUTO_TEST_CASE(sort_tuned_by_comparator) {
   for (long long n : sizes) {
     for (distribution d : {distribution::random, distribution::few_distinct}) {
       if (!in_shard()) continue;
-      const auto keys = make_input<std::int32_t>(n, d, shape::generic, 300 + n, lm::less<>());
+      const auto keys = make_input<T>(n, d, shape::generic, 300 + n, lm::less<>());
       const std::string what = "n=" + std::to_string(n) + " " + name(d);
       check_sorts(lm::cuda::par, keys, lm::less<>(), what + " lm::less");
       check_sorts(lm::cuda::par, keys, own_less{}, what + " own_less");
