@@ -275,8 +275,8 @@ BOOST_AUTO_TEST_CASE(sort_tuned_mid_sized) {
   }
 }
 
-// A comparator of the caller's own that orders int32 keys as lm::less does:
-// the tuned line gives it 2-way passes where lm::less gets 4-way ones.
+// A comparator of the caller's own that orders keys as lm::less does: the
+// tuned line gives int32 keys 2-way passes under it where lm::less gets 4-way ones.
 struct own_less {
   template <class T>
   LIBMERGE_HOST_DEVICE bool operator()(T a, T b) const { return a < b; }
