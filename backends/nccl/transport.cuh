@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -238,10 +239,11 @@ class nccl_transport {
 
   [[noreturn]] void throw_timeout(const member& m) {
     abort_all();
+    char secs[32];  // "3 s", not std::to_string's "3.000000 s"
+    std::snprintf(secs, sizeof secs, "%g", timeout_s_);
     throw nccl_error(ncclSuccess, algorithm_,
                      std::string("libmerge::") + algorithm_ + ": rank " + std::to_string(m.rank) +
-                         (world_ > 0 ? " of " + std::to_string(world_) : std::string()) + " waited " +
-                         std::to_string(timeout_s_) +
+                         (world_ > 0 ? " of " + std::to_string(world_) : std::string()) + " waited " + secs +
                          " s for the other ranks (did every rank call " + algorithm_ +
                          "?); the communicator was aborted (and freed: make a new one)");
   }
