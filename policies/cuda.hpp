@@ -147,7 +147,7 @@ struct merge_sort_line {
   int vt_pairs;
   // Runs a pass merges: 2, or 4 from 2^four_way_log2 keys (_pairs), from
   // 2^numbers_four_way_log2(_pairs) for numbers in natural order, whose
-  // comparison is one instruction. Keys of 8 bytes or more take 2.
+  // comparison is one instruction. Keys of 8 bytes or more without values take 2.
   int ways;
   int four_way_log2;
   int four_way_log2_pairs;
